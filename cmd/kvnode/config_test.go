@@ -1,0 +1,151 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+func TestDefaultsStartASingleNode(t *testing.T) {
+	cfg, unknown, err := parseConfig(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatalf("no flags: %v", err)
+	}
+	if len(unknown) != 0 {
+		t.Fatalf("unknown env = %v, want none", unknown)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"data dir", cfg.DataDir, "./kvdata"},
+		{"http", cfg.HTTPAddr, ":8080"},
+		{"internal", cfg.InternalAddr, ":7070"},
+		{"gossip", cfg.GossipAddr, ":7946"},
+		{"bootstrap-expect", cfg.BootstrapExpect, 1},
+		{"partition groups", cfg.PartitionGroups, 4},
+		{"replication factor", cfg.ReplicationFactor, 3},
+		{"log level", cfg.LogLevel, "info"},
+		{"log format", cfg.LogFormat, "text"},
+		{"dead member timeout", cfg.DeadMemberTimeout, 72 * time.Hour},
+		{"max body", cfg.MaxBodySize, int64(16 << 20)},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("default %s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if cfg.Name == "" {
+		t.Errorf("default name is empty, want the host name")
+	}
+}
+
+func TestEnvThenFlags(t *testing.T) {
+	env := []string{
+		"KVNODE_HTTP_ADDR=127.0.0.1:9000",
+		"KVNODE_JOIN=a:7946, b ,c:1",
+		"KVNODE_BOOTSTRAP_EXPECT=3",
+		"KVNODE_REGIONS=orders:PARTITION,customers",
+		"KVNODE_GROUPS=east,ssd",
+		"KVNODE_MAX_BODY_SIZE=1MiB",
+		"KVNODE_SERVICE_HOST=10.0.0.1", // injected by Kubernetes: not a flag
+		"PATH=/bin",
+	}
+	cfg, unknown, err := parseConfig([]string{"--bootstrap-expect", "5", "--name=n1"}, env, io.Discard)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if cfg.HTTPAddr != "127.0.0.1:9000" {
+		t.Errorf("http addr from env = %q", cfg.HTTPAddr)
+	}
+	if cfg.BootstrapExpect != 5 {
+		t.Errorf("flag should override env: bootstrap-expect = %d, want 5", cfg.BootstrapExpect)
+	}
+	if !slices.Equal(cfg.Join, []string{"a:7946", "b", "c:1"}) {
+		t.Errorf("join = %q", cfg.Join)
+	}
+	wantRegions := []region.Info{{Name: "orders", Kind: region.Partition}, {Name: "customers", Kind: region.Replicate}}
+	if !reflect.DeepEqual(cfg.Regions, wantRegions) {
+		t.Errorf("regions = %v, want %v", cfg.Regions, wantRegions)
+	}
+	if !slices.Equal(cfg.Groups, []string{"east", "ssd"}) {
+		t.Errorf("groups = %q", cfg.Groups)
+	}
+	if cfg.MaxBodySize != 1<<20 {
+		t.Errorf("max body = %d, want 1MiB", cfg.MaxBodySize)
+	}
+	if cfg.Name != "n1" {
+		t.Errorf("name = %q", cfg.Name)
+	}
+	if !slices.Equal(unknown, []string{"KVNODE_SERVICE_HOST"}) {
+		t.Errorf("unknown env = %v, want [KVNODE_SERVICE_HOST]", unknown)
+	}
+}
+
+// TestEveryFlagHasAnEnvVar checks the KVNODE_* contract over the whole flag set.
+func TestEveryFlagHasAnEnvVar(t *testing.T) {
+	cfg := defaultConfig()
+	fs := flagSet(&cfg, io.Discard)
+	fs.VisitAll(func(f *flag.Flag) {
+		env := envName(f.Name)
+		if !strings.HasPrefix(env, "KVNODE_") || strings.ContainsAny(env, "-abcdefghijklmnopqrstuvwxyz") {
+			t.Errorf("flag --%s maps to env %q", f.Name, env)
+		}
+	})
+	for _, name := range []string{"name", "data-dir", "http-addr", "advertise-http", "internal-addr", "gossip-addr",
+		"join", "bootstrap-expect", "groups", "regions", "partition-groups", "replication-factor", "log-level", "log-format"} {
+		if fs.Lookup(name) == nil {
+			t.Errorf("design.md §4 flag --%s is missing", name)
+		}
+	}
+}
+
+func TestInvalidConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bootstrap-expect", "0"}, "bootstrap-expect"},
+		{[]string{"--http-addr", "8080"}, "--http-addr"},
+		{[]string{"--internal-addr", "localhost:99999"}, "bad port"},
+		{[]string{"--regions", "orders:HASH"}, "REPLICATE or PARTITION"},
+		{[]string{"--regions", "a:REPLICATE,a:PARTITION"}, "twice"},
+		{[]string{"--regions", "bad name"}, "region name"},
+		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--log-format", "xml"}, "--log-format"},
+		{[]string{"--advertise-http", "10.0.0.1:8080"}, "--advertise-http"},
+		{[]string{"--partition-groups", "0"}, "--partition-groups"},
+		{[]string{"--max-body-size", "-1"}, "size"},
+		{[]string{"--name", "a b"}, "--name"},
+		{[]string{"stray"}, "unexpected arguments"},
+		{[]string{"--no-such-flag"}, "not defined"},
+	} {
+		_, _, err := parseConfig(tc.args, nil, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseConfig(%q) error = %v, want it to mention %q", tc.args, err, tc.want)
+		}
+	}
+	if _, _, err := parseConfig(nil, []string{"KVNODE_BOOTSTRAP_EXPECT=many"}, io.Discard); err == nil || !strings.Contains(err.Error(), "KVNODE_BOOTSTRAP_EXPECT") {
+		t.Errorf("bad env value: error = %v, want it to name the variable", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "512KiB": 512 << 10, "16MiB": 16 << 20, "2GiB": 2 << 30, "10B": 10} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-5", "1.5MiB", "ten"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) succeeded, want an error", in)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+// Command kvnode runs one member of a kvnode cluster. See the package doc.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// version is stamped at build time: -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Environ()); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "kvnode:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts a node with args and env (KEY=VALUE), serves until ctx ends
+// (SIGTERM or SIGINT), then shuts down gracefully.
+func run(ctx context.Context, args, env []string) error {
+	return runWithOutput(ctx, args, env, os.Stderr)
+}
+
+func runWithOutput(ctx context.Context, args, env []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Fprintln(out, "kvnode", version)
+		return nil
+	}
+	cfg, unknownEnv, err := parseConfig(args, env, out)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(out, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	if len(unknownEnv) > 0 {
+		logger.Warn("ignoring environment variables that match no flag", "vars", strings.Join(unknownEnv, ","))
+	}
+	n, err := startNode(ctx, cfg, nodeOptions{}, logger)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return n.shutdown(true)
+	case err := <-n.serveErr:
+		return errors.Join(err, n.shutdown(false))
+	}
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func newLogger(out io.Writer, level, format string) (*slog.Logger, error) {
+	l, err := parseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(out, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(out, opts)), nil
+}

@@ -1,0 +1,211 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// The operations, one method per Op, each deciding a command against the
+// state. They run under the FSM's write lock and must be deterministic:
+// everything they decide depends only on the state and the command, never on
+// clocks, randomness or map iteration order. A refused command returns its
+// reason in Result.Err and leaves the state exactly as it was, so each
+// method checks everything before it changes anything.
+
+// handler applies one kind of command.
+type handler func(s *state, c *Command) *Result
+
+// handlers is the dispatch table from Op to operation, indexed by Op.
+type handlers [maxOp + 1]handler
+
+func newHandlers() *handlers {
+	return &handlers{
+		OpCreateRegion:  (*state).createRegion,
+		OpDestroyRegion: (*state).destroyRegion,
+		OpPut:           (*state).put,
+		OpPutIfAbsent:   (*state).putIfAbsent,
+		OpReplace:       (*state).replace,
+		OpCAS:           (*state).cas,
+		OpDelete:        (*state).delete,
+		OpClear:         (*state).clear,
+	}
+}
+
+// refuse is the Result of a refused command.
+func refuse(err error) *Result { return &Result{Err: err} }
+
+// invalid refuses a command that is well-formed on the wire but makes no
+// sense (the store validates requests, so this means a caller bug).
+func invalid(c *Command, format string, args ...any) *Result {
+	return refuse(fmt.Errorf("%v on region %q: %w: %s", c.Op, c.Region, region.ErrInvalid, fmt.Sprintf(format, args...)))
+}
+
+func (s *state) createRegion(c *Command) *Result {
+	if c.Region == "" {
+		return invalid(c, "the region name is empty")
+	}
+	if !knownKind(c.Kind) {
+		return invalid(c, "region type %q is neither %s nor %s", c.Kind, region.Replicate, region.Partition)
+	}
+	if _, ok := s.regions[c.Region]; ok {
+		return refuse(fmt.Errorf("region %q: %w", c.Region, region.ErrRegionExists))
+	}
+	s.regions[c.Region] = newRegionState(c.Kind)
+	return &Result{}
+}
+
+func (s *state) destroyRegion(c *Command) *Result {
+	if _, err := s.region(c.Region); err != nil {
+		return refuse(err)
+	}
+	delete(s.regions, c.Region)
+	return &Result{}
+}
+
+// checkEntries refuses an entry list that is empty or holds an empty key
+// (unless emptyKeyOK) or an empty value.
+func checkEntries(c *Command, emptyKeyOK bool) *Result {
+	if len(c.Entries) == 0 {
+		return invalid(c, "the command has no entries")
+	}
+	for i, e := range c.Entries {
+		if e.Key == "" && !emptyKeyOK {
+			return invalid(c, "entry %d has an empty key", i)
+		}
+		if len(e.Value) == 0 {
+			return invalid(c, "entry %d (key %q) has an empty value", i, e.Key)
+		}
+	}
+	return nil
+}
+
+// put upserts every entry in order, so a later duplicate key wins.
+func (s *state) put(c *Command) *Result {
+	if res := checkEntries(c, false); res != nil {
+		return res
+	}
+	r, err := s.region(c.Region)
+	if err != nil {
+		return refuse(err)
+	}
+	for _, e := range c.Entries {
+		r.put(e.Key, e.Value)
+	}
+	return &Result{}
+}
+
+// putIfAbsent writes one entry unless its key exists; an empty key asks for
+// a generated one.
+func (s *state) putIfAbsent(c *Command) *Result {
+	if res := checkEntries(c, true); res != nil {
+		return res
+	}
+	if len(c.Entries) != 1 {
+		return invalid(c, "put-if-absent takes exactly one entry, got %d", len(c.Entries))
+	}
+	r, err := s.region(c.Region)
+	if err != nil {
+		return refuse(err)
+	}
+	e := c.Entries[0]
+	if e.Key == "" {
+		e.Key = s.nextKey(r)
+	} else if cur, ok := r.get(e.Key); ok {
+		return &Result{Key: e.Key, Err: &region.ConflictError{Err: region.ErrKeyExists, Key: e.Key, Current: cur}}
+	}
+	r.put(e.Key, e.Value)
+	return &Result{Key: e.Key}
+}
+
+// replace overwrites entries only if every key exists.
+func (s *state) replace(c *Command) *Result {
+	if res := checkEntries(c, false); res != nil {
+		return res
+	}
+	r, err := s.region(c.Region)
+	if err != nil {
+		return refuse(err)
+	}
+	for _, e := range c.Entries {
+		if !r.has(e.Key) {
+			return refuse(fmt.Errorf("region %q: key %q: %w", c.Region, e.Key, region.ErrKeyAbsent))
+		}
+	}
+	for _, e := range c.Entries {
+		r.put(e.Key, e.Value)
+	}
+	return &Result{}
+}
+
+// cas writes every New only if every key exists and every Old equals the
+// current value (jsonEqual). Missing keys are reported before mismatches;
+// all checks see the state before the command, and a later duplicate key's
+// New wins.
+func (s *state) cas(c *Command) *Result {
+	if len(c.Pairs) == 0 {
+		return invalid(c, "the command has no compare-and-set pairs")
+	}
+	for i, p := range c.Pairs {
+		if p.Key == "" {
+			return invalid(c, "pair %d has an empty key", i)
+		}
+		if len(p.New) == 0 {
+			return invalid(c, "pair %d (key %q) has an empty new value", i, p.Key)
+		}
+	}
+	r, err := s.region(c.Region)
+	if err != nil {
+		return refuse(err)
+	}
+	for _, p := range c.Pairs {
+		if !r.has(p.Key) {
+			return refuse(fmt.Errorf("region %q: key %q: %w", c.Region, p.Key, region.ErrKeyAbsent))
+		}
+	}
+	for _, p := range c.Pairs {
+		if cur, _ := r.get(p.Key); !jsonEqual(p.Old, cur) {
+			return refuse(&region.ConflictError{Err: region.ErrCASMismatch, Key: p.Key, Current: cur})
+		}
+	}
+	for _, p := range c.Pairs {
+		r.put(p.Key, p.New)
+	}
+	return &Result{}
+}
+
+// delete removes the keys only if every one exists.
+func (s *state) delete(c *Command) *Result {
+	if len(c.Keys) == 0 {
+		return invalid(c, "the command has no keys")
+	}
+	r, err := s.region(c.Region)
+	if err != nil {
+		return refuse(err)
+	}
+	for _, k := range c.Keys {
+		if !r.has(k) {
+			return refuse(fmt.Errorf("region %q: key %q: %w", c.Region, k, region.ErrKeyNotFound))
+		}
+	}
+	for _, k := range c.Keys {
+		r.entries.Delete(entry{key: k})
+	}
+	return &Result{}
+}
+
+// clear removes every entry of a replicated region. A partitioned region
+// spreads over several groups, so one group cannot clear it atomically;
+// Geode refuses it too.
+func (s *state) clear(c *Command) *Result {
+	r, err := s.region(c.Region)
+	if err != nil {
+		return refuse(err)
+	}
+	if r.kind == region.Partition {
+		return refuse(fmt.Errorf("region %q: clearing a partitioned region is not supported; delete its entries by key or destroy the region: %w", c.Region, region.ErrNotSupported))
+	}
+	// A new tree rather than Clear: a snapshot may share the old tree's nodes.
+	r.entries = newEntries()
+	return &Result{}
+}

@@ -1,0 +1,126 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// commandVersion is the first byte of every encoded command. A committed
+// entry stays in Raft logs and is replayed for as long as the cluster lives,
+// so a new layout gets a new version and this build keeps decoding version 1.
+const commandVersion = 1
+
+// Command is one replicated operation.
+type Command struct {
+	Op      Op
+	Region  string
+	Kind    region.Kind      // OpCreateRegion only
+	Entries []region.Entry   // OpPut, OpPutIfAbsent, OpReplace
+	Pairs   []region.CASPair // OpCAS
+	Keys    []string         // OpDelete
+}
+
+// Encode appends the binary encoding of c to dst and returns it. Only the
+// fields c.Op uses are written (see DESIGN.md for the layout). An unknown Op
+// is written as version, op and region only, which DecodeCommand refuses:
+// callers must send only the Op constants of this package.
+func (c *Command) Encode(dst []byte) []byte {
+	dst = slices.Grow(dst, c.sizeHint())
+	dst = append(dst, commandVersion, byte(c.Op))
+	dst = appendString(dst, c.Region)
+	switch c.Op {
+	case OpCreateRegion:
+		dst = appendString(dst, string(c.Kind))
+	case OpPut, OpPutIfAbsent, OpReplace:
+		dst = binary.AppendUvarint(dst, uint64(len(c.Entries)))
+		for _, e := range c.Entries {
+			dst = appendString(dst, e.Key)
+			dst = appendBytes(dst, e.Value)
+		}
+	case OpCAS:
+		dst = binary.AppendUvarint(dst, uint64(len(c.Pairs)))
+		for _, p := range c.Pairs {
+			dst = appendString(dst, p.Key)
+			dst = appendBytes(dst, p.Old)
+			dst = appendBytes(dst, p.New)
+		}
+	case OpDelete:
+		dst = binary.AppendUvarint(dst, uint64(len(c.Keys)))
+		for _, k := range c.Keys {
+			dst = appendString(dst, k)
+		}
+	}
+	return dst
+}
+
+// sizeHint is an upper bound of the encoded size, so Encode allocates once.
+func (c *Command) sizeHint() int {
+	const prefix = binary.MaxVarintLen64
+	n := 2 + prefix + len(c.Region) + prefix + len(c.Kind) + prefix
+	for _, e := range c.Entries {
+		n += 2*prefix + len(e.Key) + len(e.Value)
+	}
+	for _, p := range c.Pairs {
+		n += 3*prefix + len(p.Key) + len(p.Old) + len(p.New)
+	}
+	for _, k := range c.Keys {
+		n += prefix + len(k)
+	}
+	return n
+}
+
+// DecodeCommand parses one encoded command. Keys and values in the result
+// are copies: they never alias b, so a state machine that keeps a value does
+// not keep the whole log entry alive.
+//
+// Decoding is structural and strict (unknown version or op, truncation,
+// trailing bytes, impossible counts and non-minimal varints are errors).
+// Whether a well-formed command makes sense (entry counts, empty keys,
+// region kinds) is decided by Apply, which refuses it deterministically.
+func DecodeCommand(b []byte) (Command, error) {
+	d := decoder{buf: b}
+	if v := d.u8("format version"); d.err == nil && v != commandVersion {
+		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads version %d)", v, commandVersion)
+	}
+	op := Op(d.u8("op"))
+	if d.err == nil && !op.known() {
+		return Command{}, fmt.Errorf("fsm: decode command: unknown op %d", uint8(op))
+	}
+	c := Command{Op: op, Region: d.str("region name")}
+	switch op {
+	case OpCreateRegion:
+		c.Kind = region.Kind(d.str("region kind"))
+	case OpPut, OpPutIfAbsent, OpReplace:
+		// An entry is at least two one-byte lengths.
+		if n := d.count("entry", 2); n > 0 {
+			c.Entries = make([]region.Entry, n)
+			for i := range c.Entries {
+				c.Entries[i] = region.Entry{Key: d.str("key"), Value: d.raw("value")}
+			}
+		}
+	case OpCAS:
+		if n := d.count("pair", 3); n > 0 {
+			c.Pairs = make([]region.CASPair, n)
+			for i := range c.Pairs {
+				c.Pairs[i] = region.CASPair{Key: d.str("key"), Old: d.raw("old value"), New: d.raw("new value")}
+			}
+		}
+	case OpDelete:
+		if n := d.count("key", 1); n > 0 {
+			c.Keys = make([]string, n)
+			for i := range c.Keys {
+				c.Keys[i] = d.str("key")
+			}
+		}
+	}
+	if err := d.finish(); err != nil {
+		if d.off < 2 {
+			return Command{}, fmt.Errorf("fsm: decode command: %w", err)
+		}
+		return Command{}, fmt.Errorf("fsm: decode %v command: %w", op, err)
+	}
+	return c, nil
+}

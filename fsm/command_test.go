@@ -1,0 +1,191 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// orderValue is a 219-byte order-like value, as the REST samples use.
+const orderValue = `{"@type":"Order","purchaseOrderNo":1121,"customerId":1012,"description":"Order for XYZ Corp",` +
+	`"orderDate":"02/10/2024","email":"jelly@example.com","totalPrice":225.5,` +
+	`"items":[{"itemNo":1,"quantity":5,"unitPrice":45.1}]}`
+
+// goldenCommands holds one fixed command per op. Their encodings in
+// testdata/golden/<op>.bin pin the command format: committed entries are
+// replayed forever, so these bytes must keep decoding to these commands.
+func goldenCommands() []Command {
+	return []Command{
+		{Op: OpCreateRegion, Region: "orders", Kind: region.Partition},
+		{Op: OpDestroyRegion, Region: "orders"},
+		{Op: OpPut, Region: "orders", Entries: []region.Entry{
+			{Key: "1", Value: []byte(orderValue)},
+			{Key: "ключ", Value: []byte(`{}`)},
+			{Key: "日本/🙂", Value: []byte(`{"a":[1,2.5,"é",null,true]}`)},
+		}},
+		{Op: OpPutIfAbsent, Region: "orders", Entries: []region.Entry{{Key: "", Value: []byte(`{"@type":"Order","id":7}`)}}},
+		{Op: OpReplace, Region: "orders", Entries: []region.Entry{
+			{Key: "k1", Value: []byte(`{"v":1}`)},
+			{Key: "clé", Value: []byte(`{}`)},
+		}},
+		{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{
+			{Key: "k1", Old: []byte(`{"v":1}`), New: []byte(`{"v":2}`)},
+			{Key: "ñ", Old: []byte(`{}`), New: []byte(`{"x":null}`)},
+		}},
+		{Op: OpDelete, Region: "orders", Keys: []string{"k1", "ключ", "🙂"}},
+		{Op: OpClear, Region: "orders"},
+	}
+}
+
+func TestCommandGolden(t *testing.T) {
+	cmds := goldenCommands()
+	if len(cmds) != int(maxOp) {
+		t.Fatalf("goldenCommands has %d commands, want one per op (%d)", len(cmds), maxOp)
+	}
+	for _, c := range cmds {
+		t.Run(c.Op.String(), func(t *testing.T) {
+			name := c.Op.String() + ".bin"
+			golden(t, name, c.Encode(nil))
+			got, err := DecodeCommand(readGolden(t, name))
+			if err != nil {
+				t.Fatalf("DecodeCommand(%s): %v", name, err)
+			}
+			if !reflect.DeepEqual(got, c) {
+				t.Errorf("DecodeCommand(%s) = %+v, want %+v", name, got, c)
+			}
+		})
+	}
+}
+
+// TestCommandLayout spells out one encoding byte by byte, so a reader of
+// DESIGN.md can check the description against the code.
+func TestCommandLayout(t *testing.T) {
+	c := Command{Op: OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "k", Old: []byte("{}"), New: []byte(`{"a":1}`)}}}
+	want := []byte{1, byte(OpCAS), 1, 'r', 1, 1, 'k', 2, '{', '}', 7}
+	want = append(want, `{"a":1}`...)
+	if got := c.Encode(nil); !bytes.Equal(got, want) {
+		t.Errorf("Encode = %q, want %q", got, want)
+	}
+}
+
+func TestEncodeAppends(t *testing.T) {
+	c := Command{Op: OpDelete, Region: "r", Keys: []string{"a"}}
+	prefix := []byte("prefix")
+	got := c.Encode(append([]byte(nil), prefix...))
+	if !bytes.HasPrefix(got, prefix) || !bytes.Equal(got[len(prefix):], c.Encode(nil)) {
+		t.Errorf("Encode(prefix) = %q, want prefix followed by %q", got, c.Encode(nil))
+	}
+}
+
+// TestEncodeWritesOnlyUsedFields: fields an op does not use are not encoded,
+// so decoding yields them empty.
+func TestEncodeWritesOnlyUsedFields(t *testing.T) {
+	c := Command{Op: OpClear, Region: "r", Kind: region.Replicate, Keys: []string{"x"},
+		Entries: entries("k", "{}"), Pairs: []region.CASPair{{Key: "k"}}}
+	got, err := DecodeCommand(c.Encode(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Command{Op: OpClear, Region: "r"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded %+v, want %+v", got, want)
+	}
+}
+
+func TestDecodeDoesNotAlias(t *testing.T) {
+	c := Command{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: "k", Old: []byte(`{"a":1}`), New: []byte(`{"a":2}`)}}}
+	b := c.Encode(nil)
+	got, err := DecodeCommand(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = 'X'
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("after overwriting the input, decoded command is %+v, want %+v", got, c)
+	}
+	if cap(got.Pairs[0].Old) != len(got.Pairs[0].Old) {
+		t.Errorf("decoded value has cap %d, len %d: want an exact-size copy", cap(got.Pairs[0].Old), len(got.Pairs[0].Old))
+	}
+}
+
+func TestDecodeCommandRejects(t *testing.T) {
+	uv := func(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	put := Command{Op: OpPut, Region: "r", Entries: entries("k", "{}")}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string // substring of the error
+	}{
+		{"empty", nil, "truncated"},
+		{"version only", []byte{1}, "truncated"},
+		{"version 0", []byte{0, 3, 0}, "format version 0"},
+		{"version 2", []byte{2, 3, 0}, "format version 2"},
+		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
+		{"op 9", []byte{1, 9, 0}, "unknown op 9"},
+		{"op 255", []byte{1, 255, 0}, "unknown op 255"},
+		{"missing region", []byte{1, byte(OpClear)}, "truncated"},
+		{"region longer than input", []byte{1, byte(OpClear), 5, 'a'}, "needs 5 bytes"},
+		{"trailing byte", append(Command{Op: OpClear, Region: "r"}.encode(), 0), "trailing"},
+		{"trailing after put", append(put.encode(), 'x'), "trailing"},
+		{"hostile entry count", cat([]byte{1, byte(OpPut), 1, 'r'}, uv(1<<62), []byte{1, 'k', 2, '{', '}'}), "exceeds"},
+		{"hostile key count", cat([]byte{1, byte(OpDelete), 1, 'r'}, uv(1<<40)), "exceeds"},
+		{"hostile pair count", cat([]byte{1, byte(OpCAS), 1, 'r'}, uv(2), []byte{0, 0, 0}), "exceeds"},
+		{"fewer keys than counted", cat([]byte{1, byte(OpDelete), 1, 'r', 2, 1, 'a'}), "truncated"},
+		{"hostile value length", cat([]byte{1, byte(OpPut), 1, 'r', 1, 1, 'k'}, uv(1<<50), []byte("{}")), "needs"},
+		{"non-minimal varint", []byte{1, byte(OpClear), 0x81, 0x00, 'r'}, "minimal"},
+		{"varint overflow", cat([]byte{1, byte(OpClear)}, bytes.Repeat([]byte{0xff}, 10), []byte{1}), "overflow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeCommand(tc.in)
+			if err == nil {
+				t.Fatalf("DecodeCommand(%x) = %+v, nil; want an error containing %q", tc.in, got, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("DecodeCommand(%x) error = %q, want it to contain %q", tc.in, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeEveryTruncation: no proper prefix of a valid command decodes.
+func TestDecodeEveryTruncation(t *testing.T) {
+	for _, c := range goldenCommands() {
+		b := c.Encode(nil)
+		for n := 0; n < len(b); n++ {
+			if got, err := DecodeCommand(b[:n]); err == nil {
+				t.Errorf("%v: DecodeCommand of the first %d of %d bytes = %+v, nil; want an error", c.Op, n, len(b), got)
+			}
+		}
+	}
+}
+
+func TestUnknownOpEncodingIsRefused(t *testing.T) {
+	c := Command{Op: Op(42), Region: "r"}
+	if _, err := DecodeCommand(c.Encode(nil)); err == nil {
+		t.Error("DecodeCommand accepted an encoded unknown op, want an error")
+	}
+}
+
+func TestOpString(t *testing.T) {
+	seen := map[string]bool{}
+	for op := OpCreateRegion; op <= maxOp; op++ {
+		s := op.String()
+		if strings.HasPrefix(s, "Op(") || seen[s] {
+			t.Errorf("Op(%d).String() = %q, want a unique name", op, s)
+		}
+		seen[s] = true
+	}
+	if got, want := Op(0).String(), "Op(0)"; got != want {
+		t.Errorf("Op(0).String() = %q, want %q", got, want)
+	}
+}
+
+// encode is Encode on a value, for table literals.
+func (c Command) encode() []byte { return c.Encode(nil) }

@@ -1,0 +1,28 @@
+// Package fsm is the state machine of one Raft group (hashicorp/raft): the
+// replicated regions and their entries, and everything that must be exactly
+// the same on every replica.
+//
+// It owns:
+//
+//   - the command codec (Command.Encode, DecodeCommand): a versioned binary
+//     envelope that is stored in Raft logs and therefore an on-disk format
+//     forever, pinned by the golden files in testdata/golden;
+//   - Apply and ApplyBatch, which decide every write deterministically —
+//     put-if-absent, replace, compare-and-set (with JSON equality as Geode's
+//     REST API has it), generated keys — and report refusals as region
+//     sentinel errors in a *Result;
+//   - the Result codec (EncodeResult, DecodeResult) a leader uses to answer a
+//     forwarded write;
+//   - snapshots: an O(1)-per-region copy-on-write capture, a streamed,
+//     checksummed Persist, and a Restore that swaps in fully built state;
+//   - local reads with no consistency barrier, and the applied index
+//     (AppliedIndex, WaitApplied) that the store's read-index protocol waits
+//     on.
+//
+// Entries of a region live in a copy-on-write B-tree (google/btree), so reads
+// are ordered and snapshots cheap. Values are the exact JSON bytes the caller
+// sent; the package never re-serializes them.
+//
+// It imports no other kvnode package but region. DESIGN.md describes the
+// codec and snapshot formats, the determinism rules and the applied index.
+package fsm

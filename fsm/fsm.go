@@ -1,0 +1,91 @@
+package fsm
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// FSM is the state machine of one Raft group. Raft calls Apply, ApplyBatch,
+// Snapshot and Restore from its FSM goroutine; the read methods may be called
+// from any goroutine at any time.
+type FSM struct {
+	// mu guards st: Apply, Snapshot (B-tree Clone writes to the tree) and
+	// Restore take it for writing, readers for reading. Restore replaces st
+	// as a whole.
+	mu sync.RWMutex
+	st *state
+
+	ops     *handlers // dispatch table, built once by New
+	applied appliedIndex
+}
+
+// New returns an empty state machine: no regions, applied index 0.
+func New() *FSM {
+	return &FSM{st: newState(), ops: newHandlers()}
+}
+
+// Interfaces hashicorp/raft looks for.
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// Apply applies one committed log entry. It returns a *Result for a
+// LogCommand and nil for anything else; a LogConfiguration entry only
+// advances AppliedIndex. It panics if a committed command does not decode:
+// that means corruption or a peer running a newer format, and applying
+// anything else than what the other replicas apply would make them diverge.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	var c Command
+	if l.Type == raft.LogCommand {
+		c = mustDecode(l)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applyLocked(l, &c)
+}
+
+// ApplyBatch applies committed entries in order, as Apply would one by one,
+// but decodes them before taking the lock and takes it once for the batch.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	cmds := make([]Command, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			cmds[i] = mustDecode(l)
+		}
+	}
+	out := make([]interface{}, len(logs))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, l := range logs {
+		out[i] = f.applyLocked(l, &cmds[i])
+	}
+	return out
+}
+
+// applyLocked applies one entry whose command (for LogCommand) is c. The
+// caller holds f.mu for writing, so readers see the new applied index only
+// together with the state it describes.
+func (f *FSM) applyLocked(l *raft.Log, c *Command) interface{} {
+	switch l.Type {
+	case raft.LogCommand:
+		res := f.ops[c.Op](f.st, c)
+		f.applied.set(l.Index)
+		return res
+	case raft.LogConfiguration:
+		f.applied.set(l.Index)
+	}
+	return nil
+}
+
+// mustDecode decodes a committed command or panics (see Apply).
+func mustDecode(l *raft.Log) Command {
+	c, err := DecodeCommand(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: committed log entry %d (term %d) is not a valid command: %v; "+
+			"stopping, because applying it differently from the other replicas would make them diverge", l.Index, l.Term, err))
+	}
+	return c
+}

@@ -1,0 +1,50 @@
+package fsm
+
+import "strconv"
+
+// Op names a replicated operation. Its numeric value is part of the on-disk
+// command format: never renumber or reuse one.
+type Op uint8
+
+// The operations. The comment after each says which Command fields it uses.
+const (
+	OpCreateRegion  Op = 1 // Region, Kind
+	OpDestroyRegion Op = 2 // Region
+	OpPut           Op = 3 // Region, Entries (1..n): upsert all (single PUT and put-all)
+	OpPutIfAbsent   Op = 4 // Region, Entries (exactly 1); Entries[0].Key == "" means: generate a key
+	OpReplace       Op = 5 // Region, Entries (1..n): every key must exist, else nothing changes
+	OpCAS           Op = 6 // Region, Pairs (1..n): every key must exist and every Old must equal current, else nothing changes
+	OpDelete        Op = 7 // Region, Keys (1..n): every key must exist, else nothing is deleted
+	OpClear         Op = 8 // Region: remove all entries; refused for PARTITION regions
+)
+
+// maxOp is the highest Op this build knows; the dispatch table has one slot
+// per value up to it.
+const maxOp = OpClear
+
+// String returns the operation's name as it appears in error messages and in
+// the golden file names (testdata/golden/<name>.bin).
+func (o Op) String() string {
+	switch o {
+	case OpCreateRegion:
+		return "create-region"
+	case OpDestroyRegion:
+		return "destroy-region"
+	case OpPut:
+		return "put"
+	case OpPutIfAbsent:
+		return "put-if-absent"
+	case OpReplace:
+		return "replace"
+	case OpCAS:
+		return "cas"
+	case OpDelete:
+		return "delete"
+	case OpClear:
+		return "clear"
+	}
+	return "Op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// known reports whether this build can decode and apply o.
+func (o Op) known() bool { return o >= OpCreateRegion && o <= maxOp }

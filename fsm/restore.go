@@ -1,0 +1,222 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// Restore replaces the whole state with the snapshot read from rc, and
+// closes rc. It builds the new state completely and validates it (magic,
+// version, order, checksum, end of stream) before swapping it in under the
+// write lock, so a corrupt or truncated snapshot returns an error and leaves
+// the current state, applied index included, untouched.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st, applied, err := readSnapshot(rc)
+	if err != nil {
+		return fmt.Errorf("fsm: restore snapshot: %w", err)
+	}
+	f.mu.Lock()
+	f.st = st
+	f.applied.set(applied)
+	f.mu.Unlock()
+	return nil
+}
+
+// readSnapshot decodes a whole snapshot stream.
+func readSnapshot(r io.Reader) (*state, uint64, error) {
+	sr := &snapshotReader{r: bufio.NewReaderSize(r, 64<<10), table: castagnoli()}
+	magic, err := sr.read(uint64(len(snapshotMagic)))
+	if err != nil {
+		return nil, 0, fmt.Errorf("header: %w", err)
+	}
+	if string(magic) != snapshotMagic {
+		return nil, 0, fmt.Errorf("not a kvnode fsm snapshot (magic %q)", magic)
+	}
+	version, err := sr.ReadByte()
+	if err != nil {
+		return nil, 0, fmt.Errorf("header: %w", err)
+	}
+	if version != snapshotVersion {
+		return nil, 0, fmt.Errorf("format version %d is not supported (this build reads version %d)", version, snapshotVersion)
+	}
+	applied, err := sr.uvarint("applied index")
+	if err != nil {
+		return nil, 0, err
+	}
+	st := newState()
+	if st.lastKey, err = sr.uvarint("key counter"); err != nil {
+		return nil, 0, err
+	}
+	prev := ""
+	for {
+		tag, err := sr.ReadByte()
+		if err != nil {
+			return nil, 0, fmt.Errorf("after region %q: %w", prev, err)
+		}
+		if tag == tagEnd {
+			break
+		}
+		if tag != tagRegion {
+			return nil, 0, fmt.Errorf("after region %q: unknown record tag %d", prev, tag)
+		}
+		name, r, err := sr.region()
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(st.regions) > 0 && name <= prev {
+			return nil, 0, fmt.Errorf("region %q follows %q: names must be strictly ascending", name, prev)
+		}
+		st.regions[name] = r
+		prev = name
+	}
+	if err := sr.checkTrailer(); err != nil {
+		return nil, 0, err
+	}
+	return st, applied, nil
+}
+
+// snapshotReader reads the stream's primitives and keeps a running CRC-32C
+// of everything it has read.
+type snapshotReader struct {
+	r     *bufio.Reader
+	table *crc32.Table
+	sum   uint32
+	one   [1]byte
+}
+
+// ReadByte reads one byte; it makes snapshotReader an io.ByteReader for
+// binary.ReadUvarint.
+func (sr *snapshotReader) ReadByte() (byte, error) {
+	b, err := sr.r.ReadByte()
+	if err != nil {
+		return 0, truncated(err)
+	}
+	sr.one[0] = b
+	sr.sum = crc32.Update(sr.sum, sr.table, sr.one[:])
+	return b, nil
+}
+
+// read reads exactly n bytes. Memory grows with the bytes actually read, so
+// a corrupt length cannot make it allocate more than the stream holds.
+func (sr *snapshotReader) read(n uint64) ([]byte, error) {
+	const chunk = 1 << 20
+	var b []byte
+	if n <= chunk {
+		b = make([]byte, n)
+		if _, err := io.ReadFull(sr.r, b); err != nil {
+			return nil, truncated(err)
+		}
+	} else {
+		if n > 1<<62 {
+			return nil, fmt.Errorf("length %d is impossible", n)
+		}
+		var buf bytes.Buffer
+		if _, err := io.CopyN(&buf, sr.r, int64(n)); err != nil {
+			return nil, truncated(err)
+		}
+		// Copy: the buffer grew by doubling and may be far larger than n.
+		b = bytes.Clone(buf.Bytes())
+	}
+	sr.sum = crc32.Update(sr.sum, sr.table, b)
+	return b, nil
+}
+
+func (sr *snapshotReader) uvarint(what string) (uint64, error) {
+	v, err := binary.ReadUvarint(sr)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
+}
+
+func (sr *snapshotReader) bytes(what string) ([]byte, error) {
+	n, err := binary.ReadUvarint(sr)
+	if err != nil {
+		return nil, fmt.Errorf("%s length: %w", what, err)
+	}
+	b, err := sr.read(n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return b, nil
+}
+
+func (sr *snapshotReader) string(what string) (string, error) {
+	b, err := sr.bytes(what)
+	return string(b), err
+}
+
+// region reads one region record after its tag.
+func (sr *snapshotReader) region() (string, *regionState, error) {
+	name, err := sr.string("region name")
+	if err != nil {
+		return "", nil, err
+	}
+	kind, err := sr.string("region kind")
+	if err != nil {
+		return "", nil, fmt.Errorf("region %q: %w", name, err)
+	}
+	if !knownKind(region.Kind(kind)) {
+		return "", nil, fmt.Errorf("region %q: unknown kind %q", name, kind)
+	}
+	r := newRegionState(region.Kind(kind))
+	count, err := sr.uvarint("entry count")
+	if err != nil {
+		return "", nil, fmt.Errorf("region %q: %w", name, err)
+	}
+	// No preallocation from count: a corrupt count must not allocate.
+	prev := ""
+	for i := uint64(0); i < count; i++ {
+		key, err := sr.string("key")
+		if err != nil {
+			return "", nil, fmt.Errorf("region %q entry %d: %w", name, i, err)
+		}
+		if i > 0 && key <= prev {
+			return "", nil, fmt.Errorf("region %q: key %q follows %q: keys must be strictly ascending", name, key, prev)
+		}
+		value, err := sr.bytes("value")
+		if err != nil {
+			return "", nil, fmt.Errorf("region %q key %q: %w", name, key, err)
+		}
+		r.put(key, value)
+		prev = key
+	}
+	return name, r, nil
+}
+
+// checkTrailer compares the stored checksum with the running one and
+// requires the stream to end right after it.
+func (sr *snapshotReader) checkTrailer() error {
+	want := sr.sum
+	var trailer [4]byte
+	if _, err := io.ReadFull(sr.r, trailer[:]); err != nil {
+		return fmt.Errorf("checksum: %w", truncated(err))
+	}
+	if got := binary.BigEndian.Uint32(trailer[:]); got != want {
+		return fmt.Errorf("checksum mismatch: stored %08x, computed %08x", got, want)
+	}
+	if _, err := sr.r.ReadByte(); err != io.EOF {
+		if err == nil {
+			return errors.New("trailing bytes after the checksum")
+		}
+		return fmt.Errorf("after the checksum: %w", err)
+	}
+	return nil
+}
+
+// truncated turns an end of stream in the middle of the snapshot into
+// io.ErrUnexpectedEOF: a snapshot ends only after its trailer.
+func truncated(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

@@ -1,0 +1,231 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// populated builds a small state with every feature a snapshot must carry:
+// both kinds, an empty region, unicode keys, a generated key (counter).
+func populated(t *testing.T) *node {
+	t.Helper()
+	n := newNode(t)
+	n.create("orders", region.Replicate)
+	n.create("parts", region.Partition)
+	n.create("empty", region.Replicate)
+	n.put("orders", "b", `{"n":2}`, "ключ", `{}`, "a", orderValue)
+	n.must(Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("", `{"gen":1}`)})
+	n.put("parts", "日本/🙂", `{"x":[1,2.5,null]}`)
+	n.put("orders", "2", `{}`) // the next generated key must skip it
+	return n
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	src := populated(t)
+	snap := persist(t, src.f)
+
+	dst := newNode(t)
+	rc := &readCloser{Reader: bytes.NewReader(snap)}
+	if err := dst.f.Restore(rc); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if !rc.closed {
+		t.Error("Restore did not close its input")
+	}
+	if got, want := dump(t, dst.f), dump(t, src.f); got != want {
+		t.Errorf("restored state:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := dst.f.AppliedIndex(), src.f.AppliedIndex(); got != want {
+		t.Errorf("restored AppliedIndex = %d, want %d", got, want)
+	}
+	// The key counter is state: both replicas generate the same next key.
+	dst.index = src.index
+	gen := Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("", `{}`)}
+	if got, want := dst.must(gen).Key, src.must(gen).Key; got != want || want != "3" {
+		t.Errorf("next generated key after restore = %q, on the original %q, want both %q", got, want, "3")
+	}
+	if !bytes.Equal(persist(t, dst.f), persist(t, src.f)) {
+		t.Error("snapshots of the original and the restored FSM differ after the same command")
+	}
+}
+
+func TestRestoreReplacesEverything(t *testing.T) {
+	src := newNode(t)
+	src.create("kept", region.Replicate)
+	src.put("kept", "k", `{"from":"snapshot"}`)
+	snap := persist(t, src.f) // applied index 2
+
+	dst := populated(t) // more regions, higher index
+	if err := restore(dst.f, snap); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dump(t, dst.f), "kept(REPLICATE) k={\"from\":\"snapshot\"}\n"; got != want {
+		t.Errorf("state after restore:\n%s\nwant:\n%s", got, want)
+	}
+	if got := dst.f.AppliedIndex(); got != 2 {
+		t.Errorf("AppliedIndex after restore = %d, want the snapshot's 2", got)
+	}
+	dst.create("orders", region.Replicate) // existed before the restore, not after
+}
+
+func TestRestoreRejectsDamage(t *testing.T) {
+	good := persist(t, populated(t).f)
+
+	// Any damage must fail cleanly and leave the existing state alone.
+	victim := newNode(t)
+	victim.create("old", region.Replicate)
+	victim.put("old", "k", `{}`)
+	before, beforeIndex := dump(t, victim.f), victim.f.AppliedIndex()
+	expectRefused := func(what string, b []byte) {
+		t.Helper()
+		if err := restore(victim.f, b); err == nil {
+			t.Fatalf("Restore of %s succeeded, want an error", what)
+		}
+		if got := dump(t, victim.f); got != before {
+			t.Fatalf("after a failed Restore of %s, state is\n%s\nwant\n%s", what, got, before)
+		}
+		if got := victim.f.AppliedIndex(); got != beforeIndex {
+			t.Fatalf("after a failed Restore of %s, AppliedIndex = %d, want %d", what, got, beforeIndex)
+		}
+	}
+	for n := 0; n < len(good); n++ {
+		expectRefused("a snapshot truncated to "+itoa(n)+" bytes", good[:n])
+	}
+	for i := range good {
+		bad := bytes.Clone(good)
+		bad[i] ^= 0x20
+		expectRefused("a snapshot with byte "+itoa(i)+" flipped", bad)
+	}
+	expectRefused("a snapshot with trailing bytes", append(bytes.Clone(good), 0))
+	expectRefused("garbage", []byte(strings.Repeat("garbage!", 20)))
+}
+
+// TestRestoreRejectsBadStructure: records that a correct checksum cannot
+// excuse (the writer never produces them).
+func TestRestoreRejectsBadStructure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    *snapshot
+		want string
+	}{
+		{"unsorted regions", &snapshot{regions: []snapshotRegion{
+			{name: "b", kind: region.Replicate, entries: newEntries()},
+			{name: "a", kind: region.Replicate, entries: newEntries()},
+		}}, "ascending"},
+		{"duplicate regions", &snapshot{regions: []snapshotRegion{
+			{name: "a", kind: region.Replicate, entries: newEntries()},
+			{name: "a", kind: region.Replicate, entries: newEntries()},
+		}}, "ascending"},
+		{"unknown kind", &snapshot{regions: []snapshotRegion{
+			{name: "a", kind: "LOCAL", entries: newEntries()},
+		}}, "unknown kind"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := tc.s.writeTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			err := restore(New(), buf.Bytes())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Restore = %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPersistIsCopyOnWrite: what Persist writes is the state at Snapshot
+// time, whatever Apply does meanwhile.
+func TestPersistIsCopyOnWrite(t *testing.T) {
+	n := populated(t)
+	// Enough entries that the B-tree has inner nodes to share.
+	for i := 0; i < 500; i++ {
+		n.put("orders", "bulk"+itoa(i), `{"i":`+itoa(i)+`}`)
+	}
+	wantState, wantIndex := dump(t, n.f), n.f.AppliedIndex()
+
+	snap, err := n.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	for i := 0; i < 500; i += 2 {
+		n.put("orders", "bulk"+itoa(i), `{"changed":true}`)
+	}
+	n.must(Command{Op: OpDelete, Region: "orders", Keys: []string{"a", "bulk1", "bulk499"}})
+	n.must(Command{Op: OpPut, Region: "parts", Entries: entries("new", `{}`)})
+	n.must(Command{Op: OpClear, Region: "empty"})
+	n.must(Command{Op: OpDestroyRegion, Region: "parts"})
+	n.create("later", region.Replicate)
+	n.must(Command{Op: OpPutIfAbsent, Region: "later", Entries: entries("", `{}`)})
+
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	if err := restore(f, sink.buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, f); got != wantState {
+		t.Errorf("persisted state differs from the state at Snapshot time:\n%s\nwant:\n%s", got, wantState)
+	}
+	if got := f.AppliedIndex(); got != wantIndex {
+		t.Errorf("persisted AppliedIndex = %d, want %d", got, wantIndex)
+	}
+}
+
+func TestPersistCancelsOnWriteError(t *testing.T) {
+	n := populated(t)
+	snap, err := n.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	sink := &memSink{failAfter: 10}
+	if err := snap.Persist(sink); !errors.Is(err, errSinkFull) {
+		t.Errorf("Persist into a failing sink = %v, want errSinkFull", err)
+	}
+	if !sink.cancelled || sink.closed {
+		t.Errorf("sink cancelled=%v closed=%v, want cancelled only", sink.cancelled, sink.closed)
+	}
+}
+
+// goldenSnapshotNode is the fixed state behind testdata/golden/snapshot-v1.bin.
+func goldenSnapshotNode(t *testing.T) *node {
+	t.Helper()
+	n := populated(t)
+	n.must(Command{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: "b", Old: []byte(`{"n":2}`), New: []byte(`{"n":3}`)}}})
+	return n
+}
+
+const goldenSnapshotDump = "empty(REPLICATE)\n" +
+	"orders(REPLICATE) 1={\"gen\":1} 2={} a=" + orderValue + " b={\"n\":3} ключ={}\n" +
+	"parts(PARTITION) 日本/🙂={\"x\":[1,2.5,null]}\n"
+
+// TestSnapshotGolden pins the snapshot format: a snapshot written by this
+// version must restore in every later one.
+func TestSnapshotGolden(t *testing.T) {
+	golden(t, "snapshot-v1.bin", persist(t, goldenSnapshotNode(t).f))
+
+	f := New()
+	if err := restore(f, readGolden(t, "snapshot-v1.bin")); err != nil {
+		t.Fatalf("Restore(snapshot-v1.bin): %v", err)
+	}
+	if got := dump(t, f); got != goldenSnapshotDump {
+		t.Errorf("restored golden state:\n%s\nwant:\n%s", got, goldenSnapshotDump)
+	}
+	if got := f.AppliedIndex(); got != 8 {
+		t.Errorf("restored golden AppliedIndex = %d, want 8", got)
+	}
+	n := &node{t: t, f: f, index: 8}
+	if got := n.must(Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("", `{}`)}).Key; got != "3" {
+		t.Errorf("next generated key after the golden snapshot = %q, want %q", got, "3")
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

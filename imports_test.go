@@ -1,0 +1,132 @@
+package kvnode_test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/kvnode/kvnode"
+
+const (
+	raftPkg       = "github.com/hashicorp/raft"
+	memberlistPkg = "github.com/hashicorp/memberlist"
+	echoPkg       = "github.com/labstack/echo/v4"
+)
+
+// goList runs `go list` with a template over every package of the module.
+func goList(t *testing.T, args ...string) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	res := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		res[fields[0]] = fields[1:]
+	}
+	return res
+}
+
+func rel(pkg string) string {
+	if pkg == module {
+		return "."
+	}
+	return strings.TrimPrefix(pkg, module+"/")
+}
+
+func isStdlib(pkg string) bool {
+	first, _, _ := strings.Cut(pkg, "/")
+	return !strings.Contains(first, ".")
+}
+
+func hasPrefixPkg(pkg, prefix string) bool {
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+// TestImportRules keeps design.md §3 true: what each package must not
+// depend on (transitively), and which packages alone may import Raft,
+// memberlist and Echo directly.
+func TestImportRules(t *testing.T) {
+	deps := goList(t, "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./...")
+	imports := goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
+	if len(deps) < 5 {
+		t.Fatalf("go list found only %d packages: %v", len(deps), deps)
+	}
+
+	forbidden := map[string][]string{
+		"fsm":       {module + "/store", module + "/rest", module + "/cluster", echoPkg},
+		"store":     {module + "/rest", echoPkg},
+		"cluster":   {raftPkg, module + "/store", module + "/fsm"},
+		"oql":       {module + "/store", module + "/fsm", raftPkg, echoPkg},
+		"function":  {module + "/fsm", raftPkg},
+		"rest":      {raftPkg, module + "/fsm", memberlistPkg},
+		"partition": {raftPkg, memberlistPkg, echoPkg, "net", "os", module + "/store", module + "/fsm"},
+	}
+	for pkg, list := range deps {
+		r := rel(pkg)
+		switch {
+		case r == "region":
+			for _, d := range list {
+				if !isStdlib(d) {
+					t.Errorf("region depends on %s; it may use only the standard library", d)
+				}
+			}
+		case forbidden[r] != nil:
+			for _, d := range list {
+				for _, f := range forbidden[r] {
+					if hasPrefixPkg(d, f) {
+						t.Errorf("%s depends on %s, which design.md §3 forbids", r, d)
+					}
+				}
+			}
+		}
+	}
+
+	directOnly := map[string][]string{
+		raftPkg:       {"store", "fsm"},
+		memberlistPkg: {"cluster"},
+		echoPkg:       {"rest", "cmd/kvnode"},
+	}
+	for pkg, list := range imports {
+		r := rel(pkg)
+		for _, imp := range list {
+			for lib, allowed := range directOnly {
+				if !hasPrefixPkg(imp, lib) {
+					continue
+				}
+				ok := false
+				for _, a := range allowed {
+					if r == a || strings.HasPrefix(r, a+"/") {
+						ok = true
+					}
+				}
+				if !ok {
+					t.Errorf("%s imports %s; only %v may", r, imp, allowed)
+				}
+			}
+		}
+	}
+}
+
+// TestNoGrabBagPackages keeps util/common/models packages out.
+func TestNoGrabBagPackages(t *testing.T) {
+	for pkg := range goList(t, "-f", `{{.ImportPath}}`, "./...") {
+		last := pkg[strings.LastIndex(pkg, "/")+1:]
+		switch last {
+		case "util", "utils", "common", "models", "helpers", "misc":
+			t.Errorf("package %s: design.md forbids grab-bag packages", rel(pkg))
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package rest
+
+import (
+	"testing"
+)
+
+func TestPingAndServers(t *testing.T) {
+	ts := newTestServer(t)
+	for _, tc := range []struct {
+		name, method, path string
+		want               expect
+	}{
+		{"ping", "GET", "/kv/v1/ping", expect{status: 200, header: map[string]string{"Content-Type": ""}}},
+		{"ping HEAD", "HEAD", "/kv/v1/ping", expect{status: 200, noBody: true}},
+		{"ping POST", "POST", "/kv/v1/ping", expect{status: 405, cause: "POST", header: map[string]string{"Allow": "OPTIONS, GET, HEAD"}}},
+		{"ping DELETE", "DELETE", "/kv/v1/ping", expect{status: 405, cause: "DELETE", header: map[string]string{"Allow": "OPTIONS, GET, HEAD"}}},
+		{"servers sorted", "GET", "/kv/v1/servers",
+			ok(`["http://10.0.0.1:8080","http://10.0.0.2:8080"]`, map[string]string{"Location": "{base}/kv/v1/servers"})},
+		{"servers POST", "POST", "/kv/v1/servers", expect{status: 405, cause: "POST", header: map[string]string{"Allow": "OPTIONS, GET"}}},
+		{"servers HEAD", "HEAD", "/kv/v1/servers", expect{status: 405, noBody: true, header: map[string]string{"Allow": "OPTIONS, GET"}}},
+		{"servers DELETE", "DELETE", "/kv/v1/servers", expect{status: 405, cause: "DELETE", header: map[string]string{"Allow": "OPTIONS, GET"}}},
+		{"servers OPTIONS", "OPTIONS", "/kv/v1/servers", expect{status: 204, header: map[string]string{"Allow": "OPTIONS, GET"}}},
+		{"below servers", "GET", "/kv/v1/servers/x", fails(404, "/kv/v1/servers/x")},
+		{"queries is not a region", "GET", "/kv/v1/queries", fails(404, "/kv/v1/queries")},
+		{"functions is not a region", "GET", "/kv/v1/functions", fails(404, "/kv/v1/functions")},
+		{"queries keys", "GET", "/kv/v1/queries/keys", fails(404, "/kv/v1/queries/keys")},
+		{"no route", "GET", "/nothing/here", fails(404, "GET /nothing/here")},
+		{"no route HEAD", "HEAD", "/nothing/here", expect{status: 404, noBody: true}},
+		{"region with trailing slash", "GET", "/kv/v1/orders/", fails(404, "/kv/v1/orders/")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.want.check(t, ts, ts.do(t, tc.method, tc.path, "", ""))
+		})
+	}
+}
+
+func TestServersEmpty(t *testing.T) {
+	for name, members := range map[string]Members{"no members": fixedMembers{}, "nil Members": nil} {
+		t.Run(name, func(t *testing.T) {
+			ts := serve(t, Config{}, newTestStore(t), members)
+			ok(`[]`, map[string]string{"Location": "{base}/kv/v1/servers"}).check(t, ts, ts.do(t, "GET", "/kv/v1/servers", "", ""))
+		})
+	}
+}

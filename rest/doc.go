@@ -1,0 +1,36 @@
+// Package rest is kvnode's HTTP API: Apache Geode's developer REST API under
+// /kv/v1 (regions, entries, /servers, /ping) and region management under
+// /management/v1/regions, served with Echo.
+//
+// It owns the routes (all in routes.go), the handlers per resource
+// (entries.go, management.go, cluster.go), the parsing of paths, query
+// parameters and bodies (request.go), the way answers are written
+// (response.go), and the one table that maps errors to HTTP statuses
+// (errors.go). It declares the interfaces it calls, Store and Members
+// (store.go); package store and package cluster implement them. Handlers are
+// thin: parse and validate, make one Store call, write the answer. The
+// semantics of put-if-absent, REPLACE, CAS and all-or-nothing multi-key
+// writes belong to the store, which decides them inside the replicated state
+// machine.
+//
+// Decisions worth knowing, beyond spec/rest-details.md:
+//
+//   - Routing uses the escaped path and decodes each path parameter exactly
+//     once, so every key can be addressed: "a/b" as a%2Fb, "100%" as 100%25.
+//     Decoding twice would make %2525 the key "%" instead of "%25".
+//   - Stored values are raw JSON and go out byte for byte; answers that hold
+//     several values are built by concatenation, never by re-marshalling, so
+//     member order, 10.0 and 2^63−1 survive.
+//   - Every JSON answer is "application/json; charset=utf-8" and every error
+//     answer is {"cause":"..."}, including the router's own 404 and 405. A
+//     500's cause is the chain of wrapped messages; a panic becomes a 500
+//     whose stack goes to the log only.
+//   - Every request carries a deadline (Config.RequestTimeout); when it
+//     passes while the cluster has no leader, the answer is 503 with
+//     Retry-After, never a hang.
+//   - Names the API reserves under /kv/v1 (queries, functions, servers,
+//     ping) are never served as regions, even for methods their fixed route
+//     lacks: such a request answers 405 or 404, not a region operation.
+//   - GET /kv/v1/{region} sends Content-Location only when it returns at
+//     least one value; an empty list has no keys to name.
+package rest

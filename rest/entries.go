@@ -1,0 +1,305 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// The handlers of /kv/v1: regions and their entries. Each parses and checks
+// the request, makes one Store call and writes the answer; errors go to
+// handleError, except conflicts, whose answer carries the current value.
+
+// listRegions is GET /kv/v1: {"regions":[{"name":..,"type":..}]}.
+func (s *Server) listRegions(c echo.Context) error {
+	cons, err := consistency(c)
+	if err != nil {
+		return err
+	}
+	infos, err := s.store.Regions(c.Request().Context(), cons)
+	if err != nil {
+		return err
+	}
+	if infos == nil {
+		infos = []region.Info{}
+	}
+	return writeDoc(c, http.StatusOK, struct {
+		Regions []region.Info `json:"regions"`
+	}{infos})
+}
+
+// listEntries is GET /kv/v1/{region}?limit=: {"<region>":[values]} in key
+// order, with Content-Location naming the keys of the values in order.
+// When no value is returned there is no key list to name, and so no
+// Content-Location.
+func (s *Server) listEntries(c echo.Context) error {
+	name, err := pathParam(c, "region")
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	cons, err := consistency(c)
+	if err != nil {
+		return err
+	}
+	entries, err := s.store.List(c.Request().Context(), cons, name, limit)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, len(entries))
+	values := make([]json.RawMessage, len(entries))
+	for i, e := range entries {
+		keys[i], values[i] = e.Key, e.Value
+	}
+	body, err := regionValues(name, values)
+	if err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		c.Response().Header().Set(headerContentLocation, entryURL(c, name, keys...))
+	}
+	return writeJSON(c, http.StatusOK, body)
+}
+
+// countEntries is HEAD /kv/v1/{region}: the size in Resource-Count.
+func (s *Server) countEntries(c echo.Context) error {
+	name, err := pathParam(c, "region")
+	if err != nil {
+		return err
+	}
+	cons, err := consistency(c)
+	if err != nil {
+		return err
+	}
+	n, err := s.store.Count(c.Request().Context(), cons, name)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(headerResourceCount, strconv.Itoa(n))
+	return c.NoContent(http.StatusOK)
+}
+
+// listKeys is GET /kv/v1/{region}/keys: {"keys":[...]}.
+func (s *Server) listKeys(c echo.Context) error {
+	name, err := pathParam(c, "region")
+	if err != nil {
+		return err
+	}
+	cons, err := consistency(c)
+	if err != nil {
+		return err
+	}
+	keys, err := s.store.Keys(c.Request().Context(), cons, name)
+	if err != nil {
+		return err
+	}
+	if keys == nil {
+		keys = []string{}
+	}
+	return writeDoc(c, http.StatusOK, struct {
+		Keys []string `json:"keys"`
+	}{keys})
+}
+
+// getEntries is GET /kv/v1/{region}/{key} (the stored object; a missing key
+// is 404) and GET /kv/v1/{region}/k1,k2 ({"<region>":[v1,v2]} in request
+// order; a missing key is 400 unless ?ignoreMissingKey=true, then null).
+func (s *Server) getEntries(c echo.Context) error {
+	name, err := pathParam(c, "region")
+	if err != nil {
+		return err
+	}
+	keys, err := pathKeys(c)
+	if err != nil {
+		return err
+	}
+	ignoreMissing, err := ignoreMissingKeyParam(c)
+	if err != nil {
+		return err
+	}
+	cons, err := consistency(c)
+	if err != nil {
+		return err
+	}
+	values, err := s.store.Get(c.Request().Context(), cons, name, keys)
+	if err != nil {
+		return err
+	}
+	if len(values) != len(keys) {
+		return fmt.Errorf("store returned %d values for %d keys", len(values), len(keys))
+	}
+	c.Response().Header().Set(headerContentLocation, entryURL(c, name, keys...))
+	if len(keys) == 1 {
+		if values[0] == nil {
+			return fmt.Errorf("key %q in region %q: %w", keys[0], name, region.ErrKeyNotFound)
+		}
+		return writeJSON(c, http.StatusOK, values[0])
+	}
+	if !ignoreMissing {
+		for i, v := range values {
+			if v == nil {
+				return fmt.Errorf("key %q in region %q: %w", keys[i], name, region.ErrKeyAbsent)
+			}
+		}
+	}
+	body, err := regionValues(name, values)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, body)
+}
+
+// createEntry is POST /kv/v1/{region}[?key=K]: put-if-absent. 201 with the
+// entry's Location; when the key exists, 409 with its Location and value.
+// Without ?key the store generates a key.
+func (s *Server) createEntry(c echo.Context) error {
+	name, err := pathParam(c, "region")
+	if err != nil {
+		return err
+	}
+	key, given := queryParam(c, "key")
+	if given {
+		if err := region.ValidateKey(key); err != nil {
+			return fmt.Errorf("?key=: %w", err)
+		}
+	}
+	body, err := s.readJSONBody(c)
+	if err != nil {
+		return err
+	}
+	value, err := region.NormalizeValue(body)
+	if err != nil {
+		return err
+	}
+	key, err = s.store.PutIfAbsent(c.Request().Context(), name, region.Entry{Key: key, Value: value})
+	if err != nil {
+		return s.conflict(c, name, err)
+	}
+	c.Response().Header().Set(echo.HeaderLocation, entryURL(c, name, key))
+	return c.NoContent(http.StatusCreated)
+}
+
+// putEntries is PUT /kv/v1/{region}/{keys}[?op=PUT|REPLACE|CAS], single- or
+// multi-key. A multi-key body is a JSON array with element i for key i.
+func (s *Server) putEntries(c echo.Context) error {
+	name, err := pathParam(c, "region")
+	if err != nil {
+		return err
+	}
+	keys, err := pathKeys(c)
+	if err != nil {
+		return err
+	}
+	op, err := opParam(c)
+	if err != nil {
+		return err
+	}
+	if err := checkWriteKeys(keys); err != nil {
+		return err
+	}
+	body, err := s.readJSONBody(c)
+	if err != nil {
+		return err
+	}
+	elems := []json.RawMessage{body}
+	if len(keys) > 1 {
+		if elems, err = parseArray(body, len(keys)); err != nil {
+			return err
+		}
+	}
+	ctx := c.Request().Context()
+	if op == opCAS {
+		pairs := make([]region.CASPair, len(keys))
+		for i, k := range keys {
+			oldV, newV, err := parseCASPair(elems[i])
+			if err != nil {
+				return withElement(err, keys, i)
+			}
+			pairs[i] = region.CASPair{Key: k, Old: oldV, New: newV}
+		}
+		if err := s.store.CAS(ctx, name, pairs); err != nil {
+			return s.conflict(c, name, err)
+		}
+		return c.NoContent(http.StatusOK)
+	}
+	entries := make([]region.Entry, len(keys))
+	for i, k := range keys {
+		v, err := region.NormalizeValue(elems[i])
+		if err != nil {
+			return withElement(err, keys, i)
+		}
+		entries[i] = region.Entry{Key: k, Value: v}
+	}
+	if op == opReplace {
+		err = s.store.Replace(ctx, name, entries)
+	} else {
+		err = s.store.Put(ctx, name, entries)
+	}
+	if err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// withElement names the key whose body element was refused, in the
+// multi-key form.
+func withElement(err error, keys []string, i int) error {
+	if len(keys) == 1 {
+		return err
+	}
+	return fmt.Errorf("value %d (key %q): %w", i, keys[i], err)
+}
+
+// conflict answers a *region.ConflictError as Geode does: 409, Location of
+// the conflicting entry and its current value as the body. Any other error
+// goes to handleError.
+func (s *Server) conflict(c echo.Context, name string, err error) error {
+	var ce *region.ConflictError
+	if !errors.As(err, &ce) || ce.Current == nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, entryURL(c, name, ce.Key))
+	return writeJSON(c, http.StatusConflict, ce.Current)
+}
+
+// deleteEntries is DELETE /kv/v1/{region}/k1[,k2...]: all or nothing; any
+// missing key is 404 and nothing is deleted.
+func (s *Server) deleteEntries(c echo.Context) error {
+	name, err := pathParam(c, "region")
+	if err != nil {
+		return err
+	}
+	keys, err := pathKeys(c)
+	if err != nil {
+		return err
+	}
+	if err := checkWriteKeys(keys); err != nil {
+		return err
+	}
+	if err := s.store.Delete(c.Request().Context(), name, keys); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}
+
+// clearRegion is DELETE /kv/v1/{region}: removes every entry of a
+// replicated region; a partitioned region answers 405 (ErrNotSupported).
+func (s *Server) clearRegion(c echo.Context) error {
+	name, err := pathParam(c, "region")
+	if err != nil {
+		return err
+	}
+	if err := s.store.Clear(c.Request().Context(), name); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}

@@ -1,0 +1,121 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// errorStatus is one row of the error → HTTP status table.
+type errorStatus struct {
+	matches func(error) bool
+	status  int
+}
+
+// is matches err wrapping target.
+func is(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+// as matches err wrapping an error of type T.
+func as[T error]() func(error) bool {
+	return func(err error) bool {
+		var t T
+		return errors.As(err, &t)
+	}
+}
+
+// errorStatuses is THE table mapping errors to statuses; the first matching
+// row wins and an error no row matches is a 500. Conflicts (409 for an
+// existing key or a CAS mismatch) are listed for completeness: their
+// handlers answer them with the current value as the body before this table
+// is consulted, so the table applies only when no value came with them.
+func errorStatuses() []errorStatus {
+	return []errorStatus{
+		{is(region.ErrInvalid), http.StatusBadRequest},
+		{is(region.ErrKeyAbsent), http.StatusBadRequest},
+		{is(region.ErrRegionNotFound), http.StatusNotFound},
+		{is(region.ErrKeyNotFound), http.StatusNotFound},
+		{is(region.ErrKeyExists), http.StatusConflict},
+		{is(region.ErrCASMismatch), http.StatusConflict},
+		{is(region.ErrRegionExists), http.StatusConflict},
+		{is(region.ErrNotSupported), http.StatusMethodNotAllowed},
+		{as[*http.MaxBytesError](), http.StatusRequestEntityTooLarge},
+		{is(errUnsupportedMediaType), http.StatusUnsupportedMediaType},
+		{is(region.ErrNoLeader), http.StatusServiceUnavailable},
+		{is(region.ErrNotLeader), http.StatusServiceUnavailable},
+		{is(region.ErrIndeterminate), http.StatusServiceUnavailable},
+		{is(context.DeadlineExceeded), http.StatusServiceUnavailable},
+	}
+}
+
+// statusOf maps err to its HTTP status through errorStatuses; the router's
+// own errors (no route, wrong method) keep their status.
+func statusOf(err error) int {
+	for _, row := range errorStatuses() {
+		if row.matches(err) {
+			return row.status
+		}
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return he.Code
+	}
+	return http.StatusInternalServerError
+}
+
+// causeOf is the message of an error answer: the chain of wrapped messages,
+// or for the router's errors a sentence naming what was asked.
+func causeOf(err error, c echo.Context) string {
+	var he *echo.HTTPError
+	if !errors.As(err, &he) {
+		return err.Error()
+	}
+	req := c.Request()
+	switch he.Code {
+	case http.StatusNotFound:
+		return fmt.Sprintf("no resource at %s %s", req.Method, req.URL.EscapedPath())
+	case http.StatusMethodNotAllowed:
+		return fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.EscapedPath())
+	}
+	if msg, ok := he.Message.(string); ok {
+		return msg
+	}
+	return http.StatusText(he.Code)
+}
+
+// handleError is Echo's HTTPErrorHandler: every error answer is
+// {"cause":"..."} with the status from errorStatuses, plus Retry-After on
+// 503 (the cluster may have a leader a moment later) and Allow on 405.
+func (s *Server) handleError(err error, c echo.Context) {
+	req := c.Request()
+	if c.Response().Committed {
+		s.log.Warn("error after the response was sent", "method", req.Method, "path", req.URL.EscapedPath(), "error", err)
+		return
+	}
+	status := statusOf(err)
+	h := c.Response().Header()
+	switch status {
+	case http.StatusServiceUnavailable:
+		h.Set(headerRetryAfter, "1")
+	case http.StatusMethodNotAllowed:
+		// The router sets Allow for its own 405s; a handler's 405 (DELETE on
+		// a partitioned region) allows the route's other methods.
+		if h.Get(echo.HeaderAllow) == "" {
+			h.Set(echo.HeaderAllow, s.allowHeader(c.Path(), req.Method))
+		}
+	}
+	if status >= 500 {
+		s.log.Warn("request failed", "method", req.Method, "path", req.URL.EscapedPath(), "status", status, "error", err)
+	}
+	if werr := writeDoc(c, status, struct {
+		Cause string `json:"cause"`
+	}{causeOf(err, c)}); werr != nil {
+		s.log.Debug("writing the error answer failed", "error", werr)
+	}
+}

@@ -1,0 +1,113 @@
+package rest
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Path prefixes of the two APIs.
+const (
+	kvPrefix         = "/kv/v1"
+	managementPrefix = "/management/v1"
+)
+
+// routes registers every route of the server; this file is the one place
+// that says which paths exist and which methods they take.
+//
+// Echo's router prefers a fixed segment to a parameter, but when the fixed
+// route lacks the request's method it falls back to the parameter route:
+// PUT /kv/v1/orders/keys would become a PUT of the key "keys", and
+// POST /kv/v1/servers a POST into a region named "servers". The fixed routes
+// beside a parameter are therefore registered with fixed(), which answers
+// every method itself.
+func (s *Server) routes() {
+	// Regions and entries.
+	s.handle(http.MethodGet, kvPrefix, s.listRegions)
+	s.handle(http.MethodGet, kvPrefix+"/", s.listRegions)
+	s.fixed(kvPrefix+"/ping", map[string]echo.HandlerFunc{
+		http.MethodGet:  s.ping,
+		http.MethodHead: s.ping,
+	})
+	s.fixed(kvPrefix+"/servers", map[string]echo.HandlerFunc{
+		http.MethodGet: s.listServers,
+	})
+	s.handle(http.MethodGet, kvPrefix+"/:region", s.listEntries, notReserved)
+	s.handle(http.MethodHead, kvPrefix+"/:region", s.countEntries, notReserved)
+	s.handle(http.MethodPost, kvPrefix+"/:region", s.createEntry, notReserved)
+	s.handle(http.MethodDelete, kvPrefix+"/:region", s.clearRegion, notReserved)
+	s.fixed(kvPrefix+"/:region/keys", map[string]echo.HandlerFunc{
+		http.MethodGet: notReserved(s.listKeys),
+	})
+	s.handle(http.MethodGet, kvPrefix+"/:region/:keys", s.getEntries, notReserved)
+	s.handle(http.MethodPut, kvPrefix+"/:region/:keys", s.putEntries, notReserved)
+	s.handle(http.MethodDelete, kvPrefix+"/:region/:keys", s.deleteEntries, notReserved)
+
+	// Region management, in the shape of Geode's cluster management API.
+	s.handle(http.MethodGet, managementPrefix+"/regions", s.mgmtListRegions)
+	s.handle(http.MethodPost, managementPrefix+"/regions", s.mgmtCreateRegion)
+	s.handle(http.MethodGet, managementPrefix+"/regions/:name", s.mgmtGetRegion)
+	s.handle(http.MethodDelete, managementPrefix+"/regions/:name", s.mgmtDeleteRegion)
+}
+
+// handle registers h for method and path and remembers the method for the
+// path's Allow header.
+func (s *Server) handle(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	s.echo.Add(method, path, h, m...)
+	s.allow[path] = append(s.allow[path], method)
+}
+
+// fixed registers a fixed path that sits beside a parameter route (see
+// routes). It takes every method Echo knows, so the router never falls back
+// to the parameter route: the methods in handlers are served, OPTIONS answers
+// 204 with Allow as Echo does for its own routes, and the rest answer 405.
+func (s *Server) fixed(path string, handlers map[string]echo.HandlerFunc) {
+	for method := range handlers {
+		s.allow[path] = append(s.allow[path], method)
+	}
+	s.echo.Any(path, func(c echo.Context) error {
+		if h, ok := handlers[c.Request().Method]; ok {
+			return h(c)
+		}
+		if c.Request().Method == http.MethodOptions {
+			c.Response().Header().Set(echo.HeaderAllow, s.allowHeader(path, ""))
+			return c.NoContent(http.StatusNoContent)
+		}
+		return echo.ErrMethodNotAllowed // handleError adds Allow for this path
+	})
+}
+
+// allowHeader is the Allow header for path: OPTIONS (which Echo always
+// serves) and the registered methods except the excluded one, in Echo's
+// order, so that every 405 of the server reads alike.
+func (s *Server) allowHeader(path, except string) string {
+	methods := []string{http.MethodOptions}
+	for _, m := range s.allow[path] {
+		if m != except && !slices.Contains(methods, m) {
+			methods = append(methods, m)
+		}
+	}
+	slices.Sort(methods[1:])
+	return strings.Join(methods, ", ")
+}
+
+// notReserved keeps the fixed words under /kv/v1 (queries, functions,
+// servers, ping; region.ValidateName refuses them as region names) from
+// being served as regions when the router falls back to a /:region route,
+// e.g. GET /kv/v1/queries before the query endpoints exist, or
+// GET /kv/v1/servers/x. Such a request is a path that does not exist: 404.
+func notReserved(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		name, err := pathParam(c, "region")
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "queries", "functions", "servers", "ping":
+			return echo.ErrNotFound
+		}
+		return next(c)
+	}
+}

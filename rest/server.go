@@ -1,0 +1,157 @@
+package rest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Defaults for the zero Config.
+const (
+	DefaultRequestTimeout = 10 * time.Second
+	DefaultMaxBodyBytes   = 16 << 20
+)
+
+// Config tunes the REST server. The zero value is usable.
+type Config struct {
+	RequestTimeout time.Duration // server-side deadline put on every request's context; default 10s
+	MaxBodyBytes   int64         // default 16 MiB; larger bodies → 413
+	Logger         *slog.Logger
+}
+
+// Server is the HTTP API of one node. It holds no state of its own beyond
+// its configuration and the routing table built by New, so it is safe for
+// concurrent use and several can live in one process.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	store   Store
+	members Members
+	echo    *echo.Echo
+	// allow maps a route path (as Echo names it, e.g. "/kv/v1/:region") to the
+	// methods registered on it, for the Allow header of 405 answers that a
+	// handler decides (DELETE on a partitioned region) rather than the router.
+	allow map[string][]string
+}
+
+// New builds the server over store and members. members may be nil on a
+// node without gossip; GET /servers then answers an empty list.
+func New(cfg Config, store Store, members Members) *Server {
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		store:   store,
+		members: members,
+		echo:    e,
+		allow:   map[string][]string{},
+	}
+	e.HTTPErrorHandler = s.handleError
+	e.Pre(routeOnEscapedPath)
+	e.Use(s.accessLog, s.recoverPanics, s.deadline)
+	s.routes()
+	return s
+}
+
+// Handler returns the Echo instance; the caller owns the http.Server.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// routeOnEscapedPath makes Echo route on the escaped path. Echo matches
+// r.URL.RawPath when it is set and r.URL.Path otherwise, and Go sets RawPath
+// only when the client's escaping differs from the default one. Without this,
+// a key "a/b" sent as a%2Fb would be split into two segments, and a key
+// "100%" sent as 100%25 would reach the handler already decoded, so decoding
+// it again would fail. Always routing on the escaped form and decoding each
+// parameter exactly once (pathParam) gives one rule for every key.
+func routeOnEscapedPath(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		u := c.Request().URL
+		u.RawPath = u.EscapedPath()
+		return next(c)
+	}
+}
+
+// deadline puts the server-side deadline on every request, so that no
+// request waits forever on a cluster without a leader.
+func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
+}
+
+// recoverPanics turns a panicking handler into a 500 with a JSON cause. The
+// stack goes to the log, never to the client.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			r := recover()
+			if r == nil {
+				return
+			}
+			if r == http.ErrAbortHandler {
+				// net/http's way to abort a response on purpose; let it do so.
+				panic(r)
+			}
+			s.log.Error("handler panicked", "method", c.Request().Method,
+				"path", c.Request().URL.EscapedPath(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = &panicError{value: r}
+		}()
+		return next(c)
+	}
+}
+
+// panicError is what a recovered panic becomes. Its message names the panic
+// only when the value is an error or a string, which cannot carry memory
+// addresses the way an arbitrary value printed with %v can.
+type panicError struct{ value any }
+
+func (p *panicError) Error() string {
+	switch v := p.value.(type) {
+	case error:
+		return "internal error: handler panicked: " + v.Error()
+	case string:
+		return "internal error: handler panicked: " + v
+	}
+	return "internal error: handler panicked"
+}
+
+// accessLog logs every request at debug level. It answers errors itself
+// (through the error handler) so that the logged status is the one sent.
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		req := c.Request()
+		if s.log.Enabled(req.Context(), slog.LevelDebug) {
+			s.log.LogAttrs(req.Context(), slog.LevelDebug, "request",
+				slog.String("method", req.Method),
+				slog.String("path", req.URL.EscapedPath()),
+				slog.Int("status", c.Response().Status),
+				slog.Int64("bytes", c.Response().Size),
+				slog.Duration("duration", time.Since(start)),
+				slog.String("remote", req.RemoteAddr))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,418 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/region"
+)
+
+// Gossip observes, Raft decides: this file turns the gossip view into Raft
+// membership of the control group. Only two actors ever change it: the one
+// node that bootstraps a new cluster, and group 0's leader reconciling.
+
+// maxLagToPromote is how many entries a non-voter may trail the leader and
+// still be promoted: promoting a far-behind voter would make commits wait
+// for its catch-up.
+const maxLagToPromote = 256
+
+// voterTarget is how many voters a control group of n members should have:
+// 3 (5 once there are at least 5 members), never more than n.
+func voterTarget(n int) int {
+	switch {
+	case n >= 5:
+		return 5
+	case n < 1:
+		return 1
+	default:
+		return min(n, 3)
+	}
+}
+
+// membershipState is the leader-side memory of the reconciler.
+type membershipState struct {
+	bootstrapped atomic.Bool
+	lastWaitLog  time.Time
+	// nonvoterSince remembers when each non-voter was first seen caught up.
+	nonvoterSince map[string]time.Time
+}
+
+func (s *Store) runMembership() {
+	if s.cfg.Members == nil {
+		return
+	}
+	sub, unsub := s.cfg.Members.Subscribe()
+	defer unsub()
+	t := time.NewTicker(s.cfg.ReconcileInterval)
+	defer t.Stop()
+	st := &membershipState{nonvoterSince: make(map[string]time.Time)}
+	for {
+		s.maybeBootstrap(st)
+		if g := s.control(); g != nil && g.isLeader() {
+			s.reconcile(st, g)
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		case <-sub:
+		}
+	}
+}
+
+// aliveMembers returns alive members that advertise an internal address,
+// sorted by name.
+func (s *Store) aliveMembers() []cluster.Member {
+	var out []cluster.Member
+	for _, m := range s.cfg.Members.Members() {
+		if m.Status == cluster.StatusAlive && m.InternalAddr != "" {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// maybeBootstrap bootstraps the control group when this node is the one
+// that should: it has no Raft state, gossip shows at least BootstrapExpect
+// members, it has the smallest name among them, and none of them already
+// belongs to a cluster. Exactly one node satisfies this, so the cluster is
+// bootstrapped once; a restarted node has state and never bootstraps again.
+func (s *Store) maybeBootstrap(st *membershipState) {
+	if st.bootstrapped.Load() {
+		return
+	}
+	g := s.control()
+	if g == nil {
+		return
+	}
+	if id, _ := g.leader(); g.hasState() || id != "" {
+		st.bootstrapped.Store(true)
+		return
+	}
+	alive := s.aliveMembers()
+	expect := s.cfg.BootstrapExpect
+	if len(alive) < expect {
+		if time.Since(st.lastWaitLog) > 10*time.Second {
+			st.lastWaitLog = time.Now()
+			s.logger.Info("waiting for members before bootstrapping", "expect", expect, "seen", len(alive))
+		}
+		return
+	}
+	if expect == 1 && s.cfg.JoinRequested && len(alive) < 2 && time.Since(s.started) < s.cfg.JoinGrace {
+		return // give --join a chance to find an existing cluster first
+	}
+	if len(alive) == 0 || alive[0].Name != s.name {
+		return // the member with the smallest name bootstraps
+	}
+	for _, m := range alive[1:] {
+		if m.BootstrapExpect != 0 && m.BootstrapExpect != expect {
+			s.logger.Warn("members disagree on --bootstrap-expect", "member", m.Name, "theirs", m.BootstrapExpect, "ours", expect)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ns, err := s.client.status(ctx, m.InternalAddr)
+		cancel()
+		if err != nil {
+			s.logger.Debug("bootstrap: cannot ask member for its state yet", "member", m.Name, "error", err)
+			return
+		}
+		for _, gs := range ns.Groups {
+			if gs.ID == controlGroup && (gs.HasState || gs.Leader != "") {
+				s.logger.Info("not bootstrapping: a member already belongs to a cluster; waiting to be added", "member", m.Name)
+				return
+			}
+		}
+	}
+	n := voterTarget(len(alive))
+	var conf raft.Configuration
+	for _, m := range alive[:n] {
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter,
+			ID:       raft.ServerID(m.Name),
+			Address:  raft.ServerAddress(m.InternalAddr),
+		})
+	}
+	if err := g.raft.BootstrapCluster(conf).Error(); err != nil {
+		s.logger.Warn("bootstrap failed", "error", err)
+		if err == raft.ErrCantBootstrap {
+			st.bootstrapped.Store(true)
+		}
+		return
+	}
+	st.bootstrapped.Store(true)
+	names := make([]string, 0, n)
+	for _, m := range alive[:n] {
+		names = append(names, m.Name)
+	}
+	s.logger.Info("bootstrapped the cluster", "voters", names)
+}
+
+// reconcile makes one membership change, at most, per call (Raft applies
+// configuration changes one at a time): add gossip members missing from
+// Raft, update moved addresses, remove members that left or stayed dead past
+// the dead-member timeout, then promote or demote to the voter target.
+func (s *Store) reconcile(st *membershipState, g *group) {
+	conf, err := g.configuration()
+	if err != nil {
+		s.logger.Warn("reconcile: read configuration", "error", err)
+		return
+	}
+	members := make(map[string]cluster.Member)
+	for _, m := range s.cfg.Members.Members() {
+		members[m.Name] = m
+	}
+	inConf := make(map[string]raft.Server, len(conf.Servers))
+	for _, srv := range conf.Servers {
+		inConf[string(srv.ID)] = srv
+	}
+	const timeout = 10 * time.Second
+
+	// 1. Alive members missing from Raft join as non-voters; members whose
+	// address moved (a rescheduled pod) are updated in place.
+	for _, m := range s.aliveMembers() {
+		srv, ok := inConf[m.Name]
+		switch {
+		case !ok:
+			s.logger.Info("adding member to the control group as non-voter", "member", m.Name, "address", m.InternalAddr)
+			if err := g.raft.AddNonvoter(raft.ServerID(m.Name), raft.ServerAddress(m.InternalAddr), 0, timeout).Error(); err != nil {
+				s.logger.Warn("add non-voter failed", "member", m.Name, "error", err)
+			}
+			return
+		case string(srv.Address) != m.InternalAddr:
+			s.logger.Info("member address changed", "member", m.Name, "from", string(srv.Address), "to", m.InternalAddr)
+			var f raft.IndexFuture
+			if srv.Suffrage == raft.Voter {
+				f = g.raft.AddVoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
+			} else {
+				f = g.raft.AddNonvoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
+			}
+			if err := f.Error(); err != nil {
+				s.logger.Warn("update member address failed", "member", m.Name, "error", err)
+			}
+			return
+		}
+	}
+
+	// 2. Members that left gracefully go at once; failed ones after the
+	// dead-member timeout; ones gossip has never heard of (this leader
+	// restarted) after the timeout counted from our start.
+	now := time.Now()
+	for _, srv := range conf.Servers {
+		id := string(srv.ID)
+		if id == s.name {
+			continue
+		}
+		m, known := members[id]
+		reason := ""
+		switch {
+		case known && m.Status == cluster.StatusLeft:
+			reason = "left the cluster"
+		case known && m.Status == cluster.StatusFailed && now.Sub(m.Since) > s.cfg.DeadMemberTimeout:
+			reason = fmt.Sprintf("failed for more than %v", s.cfg.DeadMemberTimeout)
+		case !known && now.Sub(s.started) > s.cfg.DeadMemberTimeout:
+			reason = fmt.Sprintf("unknown to gossip for more than %v", s.cfg.DeadMemberTimeout)
+		}
+		if reason == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := s.removeServer(ctx, g, id, reason)
+		cancel()
+		if err != nil {
+			s.logger.Warn("remove member failed", "member", id, "error", err)
+		}
+		return
+	}
+
+	// 3. Voters: reach the target with caught-up, alive non-voters; shed
+	// extra voters only while every voter is alive.
+	alive := func(id string) bool {
+		if id == s.name {
+			return true
+		}
+		m, ok := members[id]
+		return ok && m.Status == cluster.StatusAlive
+	}
+	var voters, aliveVoters, aliveServers int
+	var nonvoters []raft.Server
+	for _, srv := range conf.Servers {
+		a := alive(string(srv.ID))
+		if a {
+			aliveServers++
+		}
+		if srv.Suffrage == raft.Voter {
+			voters++
+			if a {
+				aliveVoters++
+			}
+		} else if a {
+			nonvoters = append(nonvoters, srv)
+		}
+	}
+	for id := range st.nonvoterSince {
+		if srv, ok := inConf[id]; !ok || srv.Suffrage == raft.Voter {
+			delete(st.nonvoterSince, id)
+		}
+	}
+	target := voterTarget(aliveServers)
+	if aliveVoters < target {
+		sort.Slice(nonvoters, func(i, j int) bool { return nonvoters[i].ID < nonvoters[j].ID })
+		for _, srv := range nonvoters {
+			if !s.caughtUp(g, srv) {
+				delete(st.nonvoterSince, string(srv.ID))
+				continue
+			}
+			since, ok := st.nonvoterSince[string(srv.ID)]
+			if !ok {
+				st.nonvoterSince[string(srv.ID)] = now
+				continue
+			}
+			if now.Sub(since) < s.cfg.PromoteAfter {
+				continue
+			}
+			s.logger.Info("promoting member to voter", "member", string(srv.ID), "voters", voters, "target", target)
+			if err := g.raft.AddVoter(srv.ID, srv.Address, 0, timeout).Error(); err != nil {
+				s.logger.Warn("promote failed", "member", string(srv.ID), "error", err)
+			}
+			return
+		}
+		return
+	}
+	if voters > target && aliveVoters == voters {
+		var victim raft.ServerID
+		for _, srv := range conf.Servers {
+			if srv.Suffrage == raft.Voter && string(srv.ID) != s.name && srv.ID > victim {
+				victim = srv.ID
+			}
+		}
+		if victim != "" {
+			s.logger.Info("demoting voter to non-voter", "member", string(victim), "voters", voters, "target", target)
+			if err := g.raft.DemoteVoter(victim, 0, timeout).Error(); err != nil {
+				s.logger.Warn("demote failed", "member", string(victim), "error", err)
+			}
+		}
+	}
+}
+
+// caughtUp asks a non-voter how far it has applied the control group.
+func (s *Store) caughtUp(g *group, srv raft.Server) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ns, err := s.client.status(ctx, string(srv.Address))
+	if err != nil {
+		return false
+	}
+	leaderIdx := g.fsm.AppliedIndex()
+	for _, gs := range ns.Groups {
+		if gs.ID == g.id {
+			return gs.AppliedIndex+maxLagToPromote >= leaderIdx
+		}
+	}
+	return false
+}
+
+// removeServer removes id from the group's configuration; this node must be
+// the leader. It never removes the last voter.
+func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) error {
+	if id == "" {
+		return fmt.Errorf("remove server: %w: empty server id", region.ErrInvalid)
+	}
+	if !g.isLeader() {
+		return fmt.Errorf("remove %s: %w", id, region.ErrNotLeader)
+	}
+	conf, err := g.configuration()
+	if err != nil {
+		return err
+	}
+	var found *raft.Server
+	voters := 0
+	for i, srv := range conf.Servers {
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
+		if string(srv.ID) == id {
+			found = &conf.Servers[i]
+		}
+	}
+	if found == nil {
+		return nil
+	}
+	if found.Suffrage == raft.Voter && voters == 1 {
+		return fmt.Errorf("refusing to remove %s: it is the last voter of group %d", id, g.id)
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	s.logger.Info("removing member from the control group", "member", id, "reason", reason)
+	if err := g.raft.RemoveServer(raft.ServerID(id), 0, timeout).Error(); err != nil {
+		return fmt.Errorf("remove %s from group %d: %w", id, g.id, raftErr(err))
+	}
+	return nil
+}
+
+// Leave prepares a graceful exit: a leader hands its leadership to another
+// voter, then the node asks the leader to remove it from the control group
+// and waits until that is committed, so the remaining members keep a quorum
+// that does not count on it. The last voter of a cluster stays, so that a
+// whole-cluster shutdown restarts with its data. Leave is bounded by ctx.
+func (s *Store) Leave(ctx context.Context) error {
+	g := s.control()
+	if g == nil {
+		return errClosed
+	}
+	conf, err := g.configuration()
+	if err != nil {
+		return err
+	}
+	others := 0
+	member := false
+	for _, srv := range conf.Servers {
+		if string(srv.ID) == s.name {
+			member = true
+		} else if srv.Suffrage == raft.Voter {
+			others++
+		}
+	}
+	if !member || others == 0 {
+		return nil
+	}
+	if g.isLeader() {
+		s.logger.Info("transferring leadership before leaving")
+		if err := g.raft.LeadershipTransfer().Error(); err != nil {
+			s.logger.Warn("leadership transfer failed", "error", err)
+		}
+	}
+	var last error
+	var since time.Time
+	for attempt := 0; ; attempt++ {
+		id, addr := g.leader()
+		switch {
+		case id == s.name:
+			last = s.removeServer(ctx, g, s.name, "left gracefully")
+		case id == "":
+			last = fmt.Errorf("leave: %w", region.ErrNoLeader)
+		default:
+			last = s.client.leave(ctx, addr, g.id, s.name)
+		}
+		if last == nil {
+			s.logger.Info("left the control group")
+			return nil
+		}
+		if !retryableWrite(last) {
+			return fmt.Errorf("leave: %w", last)
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if err := s.pause(ctx, g, attempt, since, last); err != nil {
+			return fmt.Errorf("leave: %w", err)
+		}
+	}
+}

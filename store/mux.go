@@ -1,0 +1,244 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The internal port carries every Raft group and the node-to-node RPC. Each
+// connection starts with a short header that says where it goes:
+//
+//	magic 'k' | kind byte | uvarint group id (Raft connections only)
+//
+// The magic byte keeps stray clients (a curl, a port scanner) from being
+// handed to Raft's decoder.
+const (
+	muxMagic      byte = 'k'
+	kindRaft      byte = 'R'
+	kindRPC       byte = 'P'
+	headerTimeout      = 5 * time.Second
+)
+
+// mux accepts connections on the internal port and hands each to the Raft
+// transport of its group or to the RPC server.
+type mux struct {
+	ln        net.Listener
+	advertise net.Addr
+	logger    *slog.Logger
+
+	mu     sync.Mutex
+	groups map[uint64]*chanListener
+	rpc    *chanListener
+	closed bool
+}
+
+func newMux(ln net.Listener, advertise net.Addr, logger *slog.Logger) *mux {
+	m := &mux{
+		ln:        ln,
+		advertise: advertise,
+		logger:    logger,
+		groups:    make(map[uint64]*chanListener),
+	}
+	m.rpc = newChanListener(advertise, nil)
+	return m
+}
+
+// serve accepts until the listener is closed.
+func (m *mux) serve() {
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			m.logger.Warn("internal port: accept failed", "error", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		go m.route(conn)
+	}
+}
+
+// route reads the header and hands conn over, or closes it.
+func (m *mux) route(conn net.Conn) {
+	_ = conn.SetReadDeadline(time.Now().Add(headerTimeout))
+	r := byteReader{conn}
+	magic, err := r.ReadByte()
+	if err == nil && magic != muxMagic {
+		err = fmt.Errorf("bad magic byte %#x", magic)
+	}
+	var kind byte
+	if err == nil {
+		kind, err = r.ReadByte()
+	}
+	var target *chanListener
+	if err == nil {
+		switch kind {
+		case kindRPC:
+			target = m.rpc
+		case kindRaft:
+			var gid uint64
+			gid, err = binary.ReadUvarint(r)
+			if err == nil {
+				m.mu.Lock()
+				target = m.groups[gid]
+				m.mu.Unlock()
+				if target == nil {
+					err = fmt.Errorf("raft group %d is not hosted here", gid)
+				}
+			}
+		default:
+			err = fmt.Errorf("unknown connection kind %#x", kind)
+		}
+	}
+	if err != nil {
+		m.logger.Debug("internal port: dropping connection", "remote", conn.RemoteAddr().String(), "error", err)
+		_ = conn.Close()
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	if !target.deliver(conn) {
+		_ = conn.Close()
+	}
+}
+
+// groupListener registers the listener for a Raft group's incoming
+// connections. It is removed again when closed.
+func (m *mux) groupListener(gid uint64) (*chanListener, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, net.ErrClosed
+	}
+	if _, ok := m.groups[gid]; ok {
+		return nil, fmt.Errorf("raft group %d already has a listener", gid)
+	}
+	l := newChanListener(m.advertise, func() {
+		m.mu.Lock()
+		delete(m.groups, gid)
+		m.mu.Unlock()
+	})
+	m.groups[gid] = l
+	return l, nil
+}
+
+func (m *mux) close() error {
+	m.mu.Lock()
+	m.closed = true
+	groups := make([]*chanListener, 0, len(m.groups))
+	for _, l := range m.groups {
+		groups = append(groups, l)
+	}
+	m.mu.Unlock()
+	err := m.ln.Close()
+	for _, l := range groups {
+		_ = l.Close()
+	}
+	_ = m.rpc.Close()
+	return err
+}
+
+// dialMux opens a connection to another node's internal port and writes the
+// header for kind (and group, for Raft).
+func dialMux(ctx context.Context, dialer *net.Dialer, addr string, kind byte, gid uint64) (net.Conn, error) {
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hdr := make([]byte, 2, 2+binary.MaxVarintLen64)
+	hdr[0], hdr[1] = muxMagic, kind
+	if kind == kindRaft {
+		hdr = binary.AppendUvarint(hdr, gid)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetWriteDeadline(dl)
+	}
+	if _, err := conn.Write(hdr); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("write connection header to %s: %w", addr, err)
+	}
+	_ = conn.SetWriteDeadline(time.Time{})
+	return conn, nil
+}
+
+// byteReader reads one byte at a time so that routing never consumes bytes
+// that belong to the connection's new owner.
+type byteReader struct{ r io.Reader }
+
+func (b byteReader) ReadByte() (byte, error) {
+	var p [1]byte
+	_, err := io.ReadFull(b.r, p[:])
+	return p[0], err
+}
+
+// chanListener is a net.Listener fed by the mux.
+type chanListener struct {
+	addr    net.Addr
+	conns   chan net.Conn
+	done    chan struct{}
+	once    sync.Once
+	onClose func()
+}
+
+func newChanListener(addr net.Addr, onClose func()) *chanListener {
+	return &chanListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{}), onClose: onClose}
+}
+
+// deliver hands conn to Accept; false when the listener is closed.
+func (l *chanListener) deliver(conn net.Conn) bool {
+	select {
+	case l.conns <- conn:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() {
+		close(l.done)
+		if l.onClose != nil {
+			l.onClose()
+		}
+	})
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// raftLayer is the raft.StreamLayer of one group: it accepts the group's
+// connections from the mux and dials peers with the group's header.
+type raftLayer struct {
+	*chanListener
+	gid    uint64
+	dialer *net.Dialer
+}
+
+// Dial implements raft.StreamLayer.
+func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return dialMux(ctx, l.dialer, string(address), kindRaft, l.gid)
+}

@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kvnode/kvnode/cluster"
+)
+
+// Membership is the gossip view the store reads: who is alive, where their
+// internal port is, and when their status last changed. Package cluster
+// implements it; gossip observes, and the store (group 0's leader) decides.
+type Membership interface {
+	Members() []cluster.Member
+	Subscribe() (<-chan struct{}, func())
+}
+
+// Config configures a Store.
+type Config struct {
+	// NodeName is this node's Raft server ID and gossip name.
+	NodeName string
+	// DataDir holds the Raft logs and snapshots of every group.
+	DataDir string
+	// Listener is the internal port (Raft and RPC). The store owns it and
+	// closes it on Close.
+	Listener net.Listener
+	// Advertise is the host:port other nodes dial for Listener.
+	Advertise string
+	// BootstrapExpect is how many members must be seen before the control
+	// group is bootstrapped (Consul's bootstrap-expect).
+	BootstrapExpect int
+	// JoinRequested says the node was given other nodes to join. A node with
+	// BootstrapExpect 1 then waits up to JoinGrace to find an existing
+	// cluster before it bootstraps a cluster of its own.
+	JoinRequested bool
+	JoinGrace     time.Duration
+	// Members is the gossip view.
+	Members Membership
+	// Raft tunes every Raft group.
+	Raft RaftConfig
+	// DeadMemberTimeout is how long a failed member stays in Raft before
+	// group 0's leader removes it (default 72h).
+	DeadMemberTimeout time.Duration
+	// ReconcileInterval is how often the leader reconciles membership even
+	// without gossip events (default 1s).
+	ReconcileInterval time.Duration
+	// PromoteAfter is how long a non-voter must have been a caught-up
+	// member before it is promoted to voter (default 1s).
+	PromoteAfter time.Duration
+	// LeaderWait bounds how long a request waits for a group to have a
+	// leader before it is answered "no leader" (default 5s).
+	LeaderWait time.Duration
+	Logger     *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.BootstrapExpect <= 0 {
+		c.BootstrapExpect = 1
+	}
+	if c.JoinGrace == 0 {
+		c.JoinGrace = 10 * time.Second
+	}
+	if c.DeadMemberTimeout == 0 {
+		c.DeadMemberTimeout = 72 * time.Hour
+	}
+	if c.ReconcileInterval == 0 {
+		c.ReconcileInterval = time.Second
+	}
+	if c.PromoteAfter == 0 {
+		c.PromoteAfter = time.Second
+	}
+	if c.LeaderWait == 0 {
+		c.LeaderWait = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Store owns every Raft group of this node and routes operations to them.
+type Store struct {
+	cfg    Config
+	name   string
+	logger *slog.Logger
+
+	mux    *mux
+	rpc    *rpcServer
+	client *rpcClient
+	dialer *net.Dialer
+
+	mu     sync.RWMutex
+	groups map[uint64]*group
+
+	started   time.Time
+	stopOnce  sync.Once
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// controlGroup is the ID of group 0: metadata and replicated regions.
+const controlGroup uint64 = 0
+
+// New opens the node's data dir and starts group 0's Raft instance. It does
+// not bootstrap or talk to other nodes until Start.
+func New(cfg Config) (*Store, error) {
+	cfg.setDefaults()
+	if cfg.NodeName == "" {
+		return nil, errors.New("store: node name is empty")
+	}
+	if cfg.Listener == nil {
+		return nil, errors.New("store: no internal listener")
+	}
+	if cfg.Advertise == "" {
+		return nil, errors.New("store: no advertised internal address")
+	}
+	if err := claimDataDir(cfg.DataDir, cfg.NodeName); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		cfg:     cfg,
+		name:    cfg.NodeName,
+		logger:  cfg.Logger,
+		dialer:  &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second},
+		groups:  make(map[uint64]*group),
+		started: time.Now(),
+		stop:    make(chan struct{}),
+	}
+	s.mux = newMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.Logger)
+	s.client = newRPCClient(s.dialer)
+	s.rpc = newRPCServer(s)
+
+	ln, err := s.mux.groupListener(controlGroup)
+	if err != nil {
+		return nil, err
+	}
+	layer := &raftLayer{chanListener: ln, gid: controlGroup, dialer: s.dialer}
+	g, err := openGroup(controlGroup, filepath.Join(cfg.DataDir, "raft", "g0"), cfg.NodeName, layer, cfg.Raft, cfg.Logger)
+	if err != nil {
+		_ = s.mux.close()
+		return nil, err
+	}
+	s.groups[controlGroup] = g
+	return s, nil
+}
+
+// claimDataDir creates dir and records which node owns it, refusing a data
+// dir that belongs to another node name: reusing it would give this node
+// another member's Raft identity and log.
+func claimDataDir(dir, name string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create data dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "node-name")
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if owner := strings.TrimSpace(string(data)); owner != name {
+			return fmt.Errorf("data dir %s belongs to node %q, not %q: start with --name %s or use another --data-dir", dir, owner, name, owner)
+		}
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(name+"\n"), 0o640); err != nil {
+			return fmt.Errorf("record node name in %s: %w", dir, err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("record node name in %s: %w", dir, err)
+		}
+		return nil
+	default:
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+}
+
+// Start begins serving the internal port and the background loops:
+// bootstrap (when the node has no state) and membership reconciliation.
+func (s *Store) Start() {
+	s.wg.Add(3)
+	go func() { defer s.wg.Done(); s.mux.serve() }()
+	go func() {
+		defer s.wg.Done()
+		if err := s.rpc.srv.Serve(s.mux.rpc); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("internal RPC server stopped", "error", err)
+		}
+	}()
+	go func() { defer s.wg.Done(); s.runMembership() }()
+}
+
+func (s *Store) control() *group {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.groups[controlGroup]
+}
+
+func (s *Store) groupByID(gid uint64) *group {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.groups[gid]
+}
+
+// Close stops the background loops, the internal port and every group.
+// Close does not leave the cluster; call Leave first for a graceful exit.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.stopOnce.Do(func() { close(s.stop) })
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.rpc.srv.Shutdown(ctx)
+		cancel()
+		err := s.mux.close()
+		s.client.close()
+		s.mu.Lock()
+		groups := s.groups
+		s.groups = map[uint64]*group{}
+		s.mu.Unlock()
+		for _, g := range groups {
+			err = errors.Join(err, g.close())
+		}
+		s.wg.Wait()
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			s.closeErr = err
+		}
+	})
+	return s.closeErr
+}
+
+// GroupStatus describes one Raft group on this node.
+type GroupStatus struct {
+	ID           uint64 `json:"id"`
+	State        string `json:"state"`
+	Leader       string `json:"leader"`
+	Term         uint64 `json:"term"`
+	AppliedIndex uint64 `json:"appliedIndex"`
+	LastIndex    uint64 `json:"lastIndex"`
+	CommitIndex  uint64 `json:"commitIndex"`
+	HasState     bool   `json:"hasState"`
+}
+
+// NodeStatus is what a node tells others (and operators) about itself.
+type NodeStatus struct {
+	Name   string        `json:"name"`
+	Groups []GroupStatus `json:"groups"`
+}
+
+// Status reports this node's groups.
+func (s *Store) Status() NodeStatus {
+	st := NodeStatus{Name: s.name}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for id, g := range s.groups {
+		leader, _ := g.leader()
+		st.Groups = append(st.Groups, GroupStatus{
+			ID:           id,
+			State:        g.raft.State().String(),
+			Leader:       leader,
+			Term:         g.raft.CurrentTerm(),
+			AppliedIndex: g.fsm.AppliedIndex(),
+			LastIndex:    g.raft.LastIndex(),
+			CommitIndex:  g.raft.CommitIndex(),
+			HasState:     g.hasState(),
+		})
+	}
+	return st
+}
+
+// IsLeader reports whether this node leads the control group.
+func (s *Store) IsLeader() bool {
+	g := s.control()
+	return g != nil && g.isLeader()
+}
+
+// Leader returns the control group's leader name, empty when none is known.
+func (s *Store) Leader() string {
+	g := s.control()
+	if g == nil {
+		return ""
+	}
+	id, _ := g.leader()
+	return id
+}
+
+// WaitLeader waits until the control group has a leader or ctx ends.
+func (s *Store) WaitLeader(ctx context.Context) error {
+	g := s.control()
+	for {
+		if g.waitLeader(ctx, time.Hour) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctxErr(ctx, "wait for leader", nil)
+		}
+	}
+}
+
+// statusJSON is used by tests and the status RPC's clients.
+func (st NodeStatus) String() string {
+	b, _ := json.Marshal(st)
+	return string(b)
+}

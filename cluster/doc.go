@@ -44,6 +44,20 @@
 // the "lan" profile, as in Consul); one that left gracefully can return at
 // once.
 //
+// # Leave or failure
+//
+// memberlist knows whether a node left or failed but does not say: the Node
+// it hands to NotifyLeave carries no state (Node.State is never set in
+// v0.5.4). So Leave first gossips its metadata again with a "leaving" flag,
+// waits for that to spread, and only then announces the departure; whoever
+// sees the departure reads the flag from the last metadata it has. A member
+// that missed the flag (a relay dropped it when the departure overtook it)
+// records a failure, and is corrected by its peers: every push/pull exchange
+// carries the members each node saw leave, keyed by a boot id that is new on
+// every run of a node, so old news never applies to a node's later run.
+// Missing the flag is the safe mistake: a failed member is removed only
+// after the dead-member timeout.
+//
 // # Metadata
 //
 // Meta rides in every alive message, within memberlist's 512-byte limit, so

@@ -54,8 +54,8 @@ func TestMetaIsCompact(t *testing.T) {
 	if err != nil {
 		t.Fatalf("encodeMeta: %v", err)
 	}
-	if len(b) > 128 {
-		t.Errorf("encoded size: got %d bytes, want at most 128", len(b))
+	if len(b) > 160 {
+		t.Errorf("encoded size: got %d bytes, want at most 160", len(b))
 	}
 }
 

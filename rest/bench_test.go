@@ -35,7 +35,7 @@ func benchHandler(b *testing.B) http.Handler {
 	if err := st.Put(ctx, "orders", []region.Entry{{Key: "k1", Value: []byte(benchValue)}, {Key: "k2", Value: []byte(benchValue)}}); err != nil {
 		b.Fatal(err)
 	}
-	return New(Config{}, st, nil).Handler()
+	return New(Config{}, st, nil, nil).Handler()
 }
 
 func BenchmarkGetEntry(b *testing.B) {

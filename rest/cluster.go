@@ -24,3 +24,25 @@ func (s *Server) listServers(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderLocation, baseURL(c)+kvPrefix+"/servers")
 	return writeDoc(c, http.StatusOK, urls)
 }
+
+// mgmtCluster is GET /management/v1/cluster: the control group's leader and
+// every member with its gossip status and Raft suffrage, so operators (and
+// tests) can see who leads and who is in.
+func (s *Server) mgmtCluster(c echo.Context) error {
+	if s.cluster == nil {
+		return echo.ErrNotFound
+	}
+	view, err := s.cluster.ClusterView(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	if view.Members == nil {
+		view.Members = []MemberView{}
+	}
+	for i := range view.Members {
+		if view.Members[i].Groups == nil {
+			view.Members[i].Groups = []string{}
+		}
+	}
+	return writeDoc(c, http.StatusOK, view)
+}

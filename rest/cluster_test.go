@@ -1,7 +1,12 @@
 package rest
 
 import (
+	"context"
+	"fmt"
+	"net/http/httptest"
 	"testing"
+
+	"github.com/kvnode/kvnode/region"
 )
 
 func TestPingAndServers(t *testing.T) {
@@ -41,4 +46,34 @@ func TestServersEmpty(t *testing.T) {
 			ok(`[]`, map[string]string{"Location": "{base}/kv/v1/servers"}).check(t, ts, ts.do(t, "GET", "/kv/v1/servers", "", ""))
 		})
 	}
+}
+
+// fixedCluster is a ClusterInfo with a fixed answer.
+type fixedCluster struct {
+	view ClusterView
+	err  error
+}
+
+func (f fixedCluster) ClusterView(context.Context) (ClusterView, error) { return f.view, f.err }
+
+func TestClusterView(t *testing.T) {
+	view := ClusterView{Leader: "n0", Members: []MemberView{
+		{Name: "n0", RESTURL: "http://10.0.0.1:8080", Status: "alive", Suffrage: "voter", Groups: []string{"east"}},
+		{Name: "n1", Status: "failed", Suffrage: "nonvoter"},
+	}}
+	st := newTestStore(t)
+	srv := httptest.NewServer(New(Config{}, st, nil, fixedCluster{view: view}).Handler())
+	t.Cleanup(srv.Close)
+	ts := &testServer{base: srv.URL, store: st}
+	ok(`{"leader":"n0","members":[{"name":"n0","restUrl":"http://10.0.0.1:8080","groups":["east"],"status":"alive","suffrage":"voter"},`+
+		`{"name":"n1","groups":[],"status":"failed","suffrage":"nonvoter"}]}`, nil).check(t, ts, ts.do(t, "GET", "/management/v1/cluster", "", ""))
+
+	failing := httptest.NewServer(New(Config{}, st, nil, fixedCluster{err: fmt.Errorf("read configuration: %w", region.ErrNoLeader)}).Handler())
+	t.Cleanup(failing.Close)
+	fts := &testServer{base: failing.URL, store: st}
+	expect{status: 503, cause: "no leader", header: map[string]string{"Retry-After": "1"}}.check(t, fts, fts.do(t, "GET", "/management/v1/cluster", "", ""))
+
+	// Without a ClusterInfo the endpoint does not exist.
+	plain := newTestServer(t)
+	fails(404, "/management/v1/cluster").check(t, plain, plain.do(t, "GET", "/management/v1/cluster", "", ""))
 }

@@ -38,7 +38,7 @@ func newTestServer(t *testing.T) *testServer {
 // serve starts a Server over st and members and stops it when the test ends.
 func serve(t *testing.T, cfg Config, st Store, members Members) *testServer {
 	t.Helper()
-	srv := httptest.NewServer(New(cfg, st, members).Handler())
+	srv := httptest.NewServer(New(cfg, st, members, nil).Handler())
 	t.Cleanup(srv.Close)
 	return &testServer{base: srv.URL, store: st}
 }

@@ -50,6 +50,9 @@ func (s *Server) routes() {
 	s.handle(http.MethodPost, managementPrefix+"/regions", s.mgmtCreateRegion)
 	s.handle(http.MethodGet, managementPrefix+"/regions/:name", s.mgmtGetRegion)
 	s.handle(http.MethodDelete, managementPrefix+"/regions/:name", s.mgmtDeleteRegion)
+
+	// Cluster status for operators.
+	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 }
 
 // handle registers h for method and path and remembers the method for the

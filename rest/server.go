@@ -32,6 +32,7 @@ type Server struct {
 	log     *slog.Logger
 	store   Store
 	members Members
+	cluster ClusterInfo
 	echo    *echo.Echo
 	// allow maps a route path (as Echo names it, e.g. "/kv/v1/:region") to the
 	// methods registered on it, for the Allow header of 405 answers that a
@@ -39,9 +40,10 @@ type Server struct {
 	allow map[string][]string
 }
 
-// New builds the server over store and members. members may be nil on a
-// node without gossip; GET /servers then answers an empty list.
-func New(cfg Config, store Store, members Members) *Server {
+// New builds the server over store, members and cluster. members may be nil
+// on a node without gossip (GET /servers then answers an empty list), and
+// cluster may be nil (GET /management/v1/cluster then answers 404).
+func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
@@ -59,6 +61,7 @@ func New(cfg Config, store Store, members Members) *Server {
 		log:     cfg.Logger,
 		store:   store,
 		members: members,
+		cluster: cluster,
 		echo:    e,
 		allow:   map[string][]string{},
 	}

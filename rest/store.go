@@ -32,3 +32,31 @@ type Store interface {
 type Members interface {
 	RESTURLs() []string
 }
+
+// ClusterInfo describes the cluster for operators, GET /management/v1/cluster.
+type ClusterInfo interface {
+	ClusterView(ctx context.Context) (ClusterView, error)
+}
+
+// ClusterView is the answer of GET /management/v1/cluster: who leads the
+// control group, and every member known to gossip or to Raft.
+type ClusterView struct {
+	Leader  string       `json:"leader"`
+	Members []MemberView `json:"members"`
+}
+
+// MemberView is one member as gossip and the control group see it.
+type MemberView struct {
+	Name         string   `json:"name"`
+	RESTURL      string   `json:"restUrl,omitempty"`
+	InternalAddr string   `json:"internalAddr,omitempty"`
+	GossipAddr   string   `json:"gossipAddr,omitempty"`
+	Groups       []string `json:"groups"`
+	Version      string   `json:"version,omitempty"`
+	// Status is the gossip status: alive, failed, left, or unknown for a
+	// Raft member gossip has not heard of.
+	Status string `json:"status"`
+	// Suffrage is voter or nonvoter in the control group, empty when the
+	// member is not part of it.
+	Suffrage string `json:"suffrage"`
+}

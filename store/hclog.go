@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -49,10 +50,18 @@ func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...interface{}) {
 	}
 	all := make([]any, 0, len(h.args)+len(args)+2)
 	if h.name != "" {
-		all = append(all, "component", h.name)
+		all = append(all, "subsystem", h.name)
 	}
 	all = append(all, h.args...)
 	all = append(all, args...)
+	for i, a := range all {
+		// hclog.Fmt defers formatting to the logger; do it here.
+		if f, ok := a.(hclog.Format); ok && len(f) > 0 {
+			if format, ok := f[0].(string); ok {
+				all[i] = fmt.Sprintf(format, f[1:]...)
+			}
+		}
+	}
 	h.logger.Log(ctx, lvl, msg, all...)
 }
 

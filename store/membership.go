@@ -44,9 +44,6 @@ type membershipState struct {
 }
 
 func (s *Store) runMembership() {
-	if s.cfg.Members == nil {
-		return
-	}
 	sub, unsub := s.cfg.Members.Subscribe()
 	defer unsub()
 	t := time.NewTicker(s.cfg.ReconcileInterval)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/kvnode/kvnode/cluster"
 )
 
@@ -44,7 +46,8 @@ type Config struct {
 	// cluster before it bootstraps a cluster of its own.
 	JoinRequested bool
 	JoinGrace     time.Duration
-	// Members is the gossip view.
+	// Members is the gossip view. Nil means a standalone node: the only
+	// member is this node itself (embedding, tests).
 	Members Membership
 	// Raft tunes every Raft group.
 	Raft RaftConfig
@@ -85,7 +88,22 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Members == nil {
+		c.Members = standalone{cluster.Member{
+			Name:   c.NodeName,
+			Meta:   cluster.Meta{InternalAddr: c.Advertise, BootstrapExpect: c.BootstrapExpect},
+			Status: cluster.StatusAlive,
+			Since:  time.Now(),
+		}}
+	}
 }
+
+// standalone is the membership of a node without gossip: itself.
+type standalone struct{ self cluster.Member }
+
+func (s standalone) Members() []cluster.Member { return []cluster.Member{s.self} }
+
+func (s standalone) Subscribe() (<-chan struct{}, func()) { return nil, func() {} }
 
 // Store owns every Raft group of this node and routes operations to them.
 type Store struct {
@@ -218,15 +236,18 @@ func (s *Store) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.rpc.srv.Shutdown(ctx)
 		cancel()
-		err := s.mux.close()
-		s.client.close()
+		// Groups first, so their transports shut down before the listener
+		// they accept from goes away; then the internal port.
 		s.mu.Lock()
 		groups := s.groups
 		s.groups = map[uint64]*group{}
 		s.mu.Unlock()
+		var err error
 		for _, g := range groups {
 			err = errors.Join(err, g.close())
 		}
+		err = errors.Join(err, s.mux.close())
+		s.client.close()
 		s.wg.Wait()
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			s.closeErr = err
@@ -307,4 +328,29 @@ func (s *Store) WaitLeader(ctx context.Context) error {
 func (st NodeStatus) String() string {
 	b, _ := json.Marshal(st)
 	return string(b)
+}
+
+// Server is one member of the control group's Raft configuration.
+type Server struct {
+	ID      string
+	Address string
+	Voter   bool
+}
+
+// Configuration returns the control group's leader (empty when unknown) and
+// its members, as this node's Raft sees them.
+func (s *Store) Configuration() (leader string, servers []Server, err error) {
+	g := s.control()
+	if g == nil {
+		return "", nil, errClosed
+	}
+	conf, err := g.configuration()
+	if err != nil {
+		return "", nil, err
+	}
+	for _, srv := range conf.Servers {
+		servers = append(servers, Server{ID: string(srv.ID), Address: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
+	}
+	leader, _ = g.leader()
+	return leader, servers, nil
 }

@@ -134,7 +134,7 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		RequestTimeout: cfg.RequestTimeout,
 		MaxBodyBytes:   cfg.MaxBodySize,
 		Logger:         logger.With("component", "rest"),
-	}, n.store, n.cluster)
+	}, n.store, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"sort"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/rest"
+	"github.com/kvnode/kvnode/store"
+)
+
+// clusterView answers GET /management/v1/cluster by joining the two views
+// of membership: gossip (who is alive, where) and the control group's Raft
+// configuration (who votes). Neither package knows the other's view, so the
+// join happens here, where both are wired.
+type clusterView struct {
+	store   *store.Store
+	members *cluster.Cluster
+}
+
+func (v clusterView) ClusterView(context.Context) (rest.ClusterView, error) {
+	leader, servers, err := v.store.Configuration()
+	if err != nil {
+		return rest.ClusterView{}, err
+	}
+	byName := map[string]*rest.MemberView{}
+	var out []*rest.MemberView
+	for _, m := range v.members.Members() {
+		mv := &rest.MemberView{
+			Name:         m.Name,
+			RESTURL:      m.RESTURL,
+			InternalAddr: m.InternalAddr,
+			GossipAddr:   m.GossipAddr,
+			Groups:       m.Groups,
+			Version:      m.Version,
+			Status:       m.Status.String(),
+		}
+		byName[m.Name] = mv
+		out = append(out, mv)
+	}
+	for _, srv := range servers {
+		mv := byName[srv.ID]
+		if mv == nil {
+			mv = &rest.MemberView{Name: srv.ID, InternalAddr: srv.Address, Status: "unknown"}
+			byName[srv.ID] = mv
+			out = append(out, mv)
+		}
+		mv.Suffrage = "nonvoter"
+		if srv.Voter {
+			mv.Suffrage = "voter"
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	view := rest.ClusterView{Leader: leader, Members: make([]rest.MemberView, 0, len(out))}
+	for _, mv := range out {
+		view.Members = append(view.Members, *mv)
+	}
+	return view, nil
+}

@@ -32,6 +32,7 @@ type Cluster struct {
 	view     *view
 	delegate *gossipDelegate
 	leaving  []byte // encoded metadata with the leaving flag
+	boot     uint64 // this run's boot id
 
 	// lifeMu orders Start, Leave and Shutdown: memberlist panics on a Leave
 	// after Shutdown, and the join loop must not start after either.
@@ -73,6 +74,7 @@ func New(cfg Config) (*Cluster, error) {
 		view:      v,
 		delegate:  d,
 		leaving:   s.leaving,
+		boot:      s.boot,
 	}, nil
 }
 
@@ -155,14 +157,46 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = defaultLeaveTimeout
 	}
+	deadline := time.Now().Add(timeout)
 	c.delegate.setMeta(c.leaving)
 	if err := c.ml.UpdateNode(timeout / 2); err != nil {
 		c.log.Warn("announcing the leave to gossip timed out; some members may see this node as failed", "error", err)
 	}
-	if err := c.ml.Leave(timeout / 2); err != nil {
+	c.noticeLeave(deadline)
+	if err := c.ml.Leave(time.Until(deadline)); err != nil {
 		return fmt.Errorf("leave gossip: %w", err)
 	}
 	return nil
+}
+
+// noticeLeave tells every alive member directly, over memberlist's reliable
+// (TCP) channel, that this run of the node is leaving. Gossip spreads the
+// flagged metadata only probabilistically, and the departure itself may
+// overtake it; a direct notice sent before the departure makes every
+// reachable member record a leave, not a failure, at once. Members it
+// cannot reach learn it from their peers (leftsync.go).
+func (c *Cluster) noticeLeave(deadline time.Time) {
+	msg := append([]byte{msgLeaveNotice}, encodeLeftClaims([]leftClaim{{name: c.name, boot: c.boot}})...)
+	var wg sync.WaitGroup
+	for _, n := range c.ml.Members() {
+		if n.Name == c.name {
+			continue
+		}
+		wg.Add(1)
+		go func(n *memberlist.Node) {
+			defer wg.Done()
+			if err := c.ml.SendReliable(n, msg); err != nil {
+				c.log.Debug("could not notify a member of our leave", "member", n.Name, "error", err)
+			}
+		}(n)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Until(deadline) / 2):
+		c.log.Warn("notifying members of the leave is slow; going ahead")
+	}
 }
 
 // Shutdown stops gossip. Without a Leave first, the other members see this

@@ -316,8 +316,14 @@ func TestSubscribe(t *testing.T) {
 	waitAlive(t, a, "a", "c")
 }
 
-func TestShutdownIsIdempotentAndLeaveAfterShutdownFails(t *testing.T) {
+func TestLifecycleCallsAreSafeToRepeat(t *testing.T) {
 	a := newTestNode(t, Config{Name: "a"})
+	for i := range 2 {
+		if err := a.Leave(time.Second); err != nil {
+			t.Fatalf("Leave #%d: %v", i+1, err)
+		}
+	}
+	waitStatus(t, a, "a", StatusLeft, time.Second)
 	if err := a.Shutdown(); err != nil {
 		t.Fatalf("first Shutdown: %v", err)
 	}

@@ -63,6 +63,7 @@ type settings struct {
 	advertise netip.AddrPort // invalid: let memberlist derive it
 	meta      []byte         // encoded Meta
 	leaving   []byte         // encoded Meta with the leaving flag, gossiped by Leave
+	boot      uint64         // this run's boot id
 	seeds     []seed
 	retry     time.Duration
 	profile   string
@@ -95,6 +96,7 @@ func (cfg Config) settings() (settings, error) {
 	}
 	// A fresh boot id per run tells this run's leave from a later run's.
 	boot := rand.Uint64()
+	s.boot = boot
 	if s.meta, err = encodeMeta(wireMeta{Meta: cfg.Meta, boot: boot}); err != nil {
 		return settings{}, err
 	}

@@ -56,7 +56,24 @@ func (d *gossipDelegate) MergeRemoteState(buf []byte, _ bool) {
 	d.view.applyLeftClaims(claims)
 }
 
-func (*gossipDelegate) NotifyMsg([]byte)                {}
+// msgLeaveNotice starts a user message that carries left claims (the
+// encoding of leftsync.go): a leaving member's direct notice.
+const msgLeaveNotice byte = 'L'
+
+// NotifyMsg receives user messages: only leave notices.
+func (d *gossipDelegate) NotifyMsg(msg []byte) {
+	if len(msg) == 0 || msg[0] != msgLeaveNotice {
+		d.log.Debug("ignoring an unknown gossip message")
+		return
+	}
+	claims, err := decodeLeftClaims(msg[1:])
+	if err != nil {
+		d.log.Debug("ignoring a malformed leave notice", "error", err)
+		return
+	}
+	d.view.applyLeftClaims(claims)
+}
+
 func (*gossipDelegate) GetBroadcasts(_, _ int) [][]byte { return nil }
 
 // conflictLogger reports a node that claims the name of a member at another

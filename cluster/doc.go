@@ -36,8 +36,9 @@
 // own addresses, since a StatefulSet hands every pod the same list, and
 // joins the addresses that are not alive members. Until another member is
 // alive it retries every RetryInterval; afterwards it keeps re-joining absent
-// seeds every fifteen intervals (30s by default), which merges the sides of a partition
-// even after memberlist has stopped gossiping to the nodes it declared dead.
+// seeds every fifteen intervals (30s by default), which merges the sides of
+// a partition even after memberlist has stopped gossiping to the nodes it
+// declared dead.
 //
 // A crashed node that returns at a new address (a rescheduled pod) takes its
 // name back once its old entry has been dead for DeadNodeReclaimTime (30s on

@@ -3,6 +3,7 @@ package cluster
 import (
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +89,21 @@ func TestRetryJoinUntilSeedStarts(t *testing.T) {
 	a := newTestNode(t, Config{Name: "a", BindAddr: addrA})
 	for _, c := range []*Cluster{a, b} {
 		waitAlive(t, c, "a", "b")
+	}
+}
+
+// TestResolveSeeds: IP seeds pass through, names resolve to every address,
+// and a name that does not resolve is reported without hiding the rest.
+func TestResolveSeeds(t *testing.T) {
+	seeds := []seed{{host: "10.0.0.9", port: 7000}, {host: "localhost", port: 7001}, {host: "does-not-exist.invalid", port: 7946}}
+	got, err := resolveSeeds(t.Context(), seeds)
+	if err == nil || !strings.Contains(err.Error(), "does-not-exist.invalid") {
+		t.Errorf("error: got %v, want one naming does-not-exist.invalid", err)
+	}
+	want := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.9:7000"), netip.MustParseAddrPort("127.0.0.1:7001")}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("resolved: got %v, want it to contain %s", got, w)
+		}
 	}
 }

@@ -114,3 +114,19 @@ func TestLeftClaimsHorizon(t *testing.T) {
 func pushPull(from, to memberlist.Delegate) {
 	to.MergeRemoteState(from.LocalState(false), false)
 }
+
+// FuzzDecodeLeftClaims: a peer's state never panics the decoder.
+func FuzzDecodeLeftClaims(f *testing.F) {
+	f.Add(encodeLeftClaims([]leftClaim{{name: "a", boot: 1}, {name: "b", boot: 2}}))
+	f.Add([]byte{leftSyncFormat, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		claims, err := decodeLeftClaims(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeLeftClaims(encodeLeftClaims(claims))
+		if len(claims) > 0 && (err != nil || !reflect.DeepEqual(again, claims)) {
+			t.Fatalf("re-decode: got %+v, %v; want %+v", again, err, claims)
+		}
+	})
+}

@@ -70,7 +70,7 @@ func TestNormalizeValue(t *testing.T) {
 			t.Errorf("NormalizeValue(%q) = %s, %v; want %s", tc.in, got, err, tc.want)
 		}
 	}
-	for _, in := range []string{"", "  ", "[1]", `"s"`, "1", "null", "true", `{"a":`, `{"a":1}x`, `{a:1}`} {
+	for _, in := range []string{"", "  ", "[1]", `"s"`, "1", "null", "true", `{"a":`, `{"a":1}x`, `{a:1}`, "{\"a\":\"\xff\"}"} {
 		if _, err := NormalizeValue([]byte(in)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("NormalizeValue(%q) error = %v, want ErrInvalid", in, err)
 		}

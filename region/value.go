@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // NormalizeValue checks that raw is one JSON object and returns it compacted.
@@ -17,6 +18,11 @@ func NormalizeValue(raw []byte) (json.RawMessage, error) {
 	}
 	if trimmed[0] != '{' {
 		return nil, fmt.Errorf("%w: an entry value must be a JSON object, got %s", ErrInvalid, describeJSON(trimmed[0]))
+	}
+	// encoding/json accepts invalid UTF-8 inside strings; JSON text must be
+	// UTF-8 (RFC 8259), and values are served with charset=utf-8.
+	if !utf8.Valid(trimmed) {
+		return nil, fmt.Errorf("%w: the value is not valid UTF-8", ErrInvalid)
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(trimmed))

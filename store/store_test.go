@@ -326,3 +326,64 @@ func TestVoterTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpBySnapshot compacts the log so that a new member and a
+// restarted one can only catch up through a snapshot (InstallSnapshot, then
+// the FSM's Restore), and checks both end up with every entry.
+func TestCatchUpBySnapshot(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.tune = func(c *Config) {
+		c.Raft.SnapshotThreshold = 50
+		c.Raft.TrailingLogs = 10
+		c.Raft.SnapshotInterval = time.Hour // only the explicit snapshots below
+	}
+	for _, name := range names("n", 3) {
+		tc.start(name)
+	}
+	leader := tc.leader()
+	mustCreate(t, leader.Store, "r", region.Replicate)
+	const n = 300
+	for i := 0; i < n; i++ {
+		mustPut(t, leader.Store, "r", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"i":%d}`, i))
+	}
+	follower := tc.followers(leader)[0]
+	tc.crash(follower.name)
+	for i := n; i < n+100; i++ {
+		mustPut(t, leader.Store, "r", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"i":%d}`, i))
+	}
+	for _, nd := range tc.followers(nil) {
+		if err := nd.control().raft.Snapshot().Error(); err != nil {
+			t.Fatalf("snapshot on %s: %v", nd.name, err)
+		}
+	}
+	first, err := leader.control().logs.FirstIndex()
+	if err != nil || first < 100 {
+		t.Fatalf("leader log starts at %d (%v); want it compacted past the crashed follower's entries", first, err)
+	}
+
+	joiner := tc.start("n3")
+	back := tc.start(follower.name)
+	for _, nd := range []*testNode{joiner, back} {
+		waitFor(t, 20*time.Second, nd.name+" to catch up from a snapshot", func() bool {
+			c, err := nd.Count(ctxT(t, 5*time.Second), region.Stale, "r")
+			return err == nil && c == n+100
+		})
+		keys, err := nd.Keys(ctxT(t, 5*time.Second), region.Stale, "r")
+		if err != nil || len(keys) != n+100 || keys[0] != "k000" || keys[n+99] != "k399" {
+			t.Fatalf("%s keys after snapshot: %d keys (%v)", nd.name, len(keys), err)
+		}
+	}
+	// Generated keys continue from the snapshot's counter on every node.
+	key, err := joiner.PutIfAbsent(ctxT(t, 5*time.Second), "r", region.Entry{Value: val(`{"gen":1}`)})
+	if err != nil || key != "1" {
+		t.Fatalf("generated key after snapshot = %q, %v; want \"1\"", key, err)
+	}
+
+	// A node restarted from its own snapshot and log has everything too.
+	tc.crash(joiner.name)
+	again := tc.start(joiner.name)
+	waitFor(t, 20*time.Second, "restarted node to serve from its snapshot", func() bool {
+		c, err := again.Count(ctxT(t, 5*time.Second), region.Stale, "r")
+		return err == nil && c == n+101
+	})
+}

@@ -61,31 +61,24 @@ func DefaultRaftConfig() RaftConfig {
 
 func (c RaftConfig) withDefaults() RaftConfig {
 	d := DefaultRaftConfig()
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = d.HeartbeatTimeout
-	}
-	if c.ElectionTimeout == 0 {
-		c.ElectionTimeout = d.ElectionTimeout
-	}
-	if c.LeaderLeaseTimeout == 0 {
-		c.LeaderLeaseTimeout = d.LeaderLeaseTimeout
-	}
-	if c.CommitTimeout == 0 {
-		c.CommitTimeout = d.CommitTimeout
-	}
-	if c.MaxAppendEntries == 0 {
-		c.MaxAppendEntries = d.MaxAppendEntries
-	}
-	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = d.SnapshotThreshold
-	}
-	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = d.SnapshotInterval
-	}
-	if c.TrailingLogs == 0 {
-		c.TrailingLogs = d.TrailingLogs
-	}
+	c.HeartbeatTimeout = orDefault(c.HeartbeatTimeout, d.HeartbeatTimeout)
+	c.ElectionTimeout = orDefault(c.ElectionTimeout, d.ElectionTimeout)
+	c.LeaderLeaseTimeout = orDefault(c.LeaderLeaseTimeout, d.LeaderLeaseTimeout)
+	c.CommitTimeout = orDefault(c.CommitTimeout, d.CommitTimeout)
+	c.MaxAppendEntries = orDefault(c.MaxAppendEntries, d.MaxAppendEntries)
+	c.SnapshotThreshold = orDefault(c.SnapshotThreshold, d.SnapshotThreshold)
+	c.SnapshotInterval = orDefault(c.SnapshotInterval, d.SnapshotInterval)
+	c.TrailingLogs = orDefault(c.TrailingLogs, d.TrailingLogs)
 	return c
+}
+
+// orDefault is v, or d when v is the zero value.
+func orDefault[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
 }
 
 // group is one Raft group hosted on this node: its state machine, log and

@@ -20,6 +20,12 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	go func() {
+		// The first signal starts a graceful shutdown; restoring the default
+		// handling lets a second one end the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Args[1:], os.Environ()); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)

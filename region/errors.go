@@ -26,6 +26,9 @@ var (
 	// ErrNotSupported: the operation does not apply to this kind of region
 	// (clearing a partitioned region).
 	ErrNotSupported = errors.New("operation not supported on this region type")
+	// ErrVersionConflict: a compare-and-set of versioned metadata (the
+	// partition table, later named queries) found another version.
+	ErrVersionConflict = errors.New("version conflict")
 	// ErrInvalid: the request is malformed (bad name, key, value or parameter).
 	ErrInvalid = errors.New("invalid request")
 	// ErrNotLeader: this node is not the leader of the group. The store

@@ -72,7 +72,7 @@ func TestImportRules(t *testing.T) {
 		"oql":       {module + "/store", module + "/fsm", raftPkg, echoPkg},
 		"function":  {module + "/fsm", raftPkg},
 		"rest":      {raftPkg, module + "/fsm", memberlistPkg},
-		"partition": {raftPkg, memberlistPkg, echoPkg, "net", "os", module + "/store", module + "/fsm"},
+		"partition": {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)
@@ -92,6 +92,19 @@ func TestImportRules(t *testing.T) {
 				}
 			}
 		}
+	}
+
+	// partition is pure placement math: no I/O, no clock, no randomness of
+	// its own. (fmt reaches os transitively, so this checks its imports.)
+	for _, imp := range imports[module+"/partition"] {
+		switch {
+		case hasPrefixPkg(imp, "net"), hasPrefixPkg(imp, "os"), hasPrefixPkg(imp, "syscall"),
+			imp == "time", hasPrefixPkg(imp, "math/rand"), hasPrefixPkg(imp, "io"), imp == "log", hasPrefixPkg(imp, "log/slog"):
+			t.Errorf("partition imports %s; it must stay pure (no I/O, clock or randomness)", imp)
+		}
+	}
+	if _, ok := imports[module+"/partition"]; !ok {
+		t.Errorf("package partition not found by go list")
 	}
 
 	directOnly := map[string][]string{

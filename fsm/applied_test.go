@@ -95,7 +95,7 @@ func TestWaitApplied(t *testing.T) {
 }
 
 func TestWaitAppliedContextEnds(t *testing.T) {
-	f := New()
+	f := New(Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	w := waitResult(ctx, f, 1)
 	stillWaiting(t, w, "nothing applied")
@@ -120,7 +120,7 @@ func TestWaitAppliedWokenByRestore(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	f := New()
+	f := New(Options{})
 	w := waitResult(ctx, f, 3)
 	stillWaiting(t, w, "before restore")
 	if err := restore(f, snap); err != nil {

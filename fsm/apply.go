@@ -14,7 +14,8 @@ import (
 // method checks everything before it changes anything.
 
 // handler applies one kind of command.
-type handler func(s *state, c *Command) *Result
+// index is the log index of the entry being applied.
+type handler func(s *state, c *Command, index uint64) *Result
 
 // handlers is the dispatch table from Op to operation, indexed by Op.
 type handlers [maxOp + 1]handler
@@ -29,6 +30,7 @@ func newHandlers() *handlers {
 		OpCAS:           (*state).cas,
 		OpDelete:        (*state).delete,
 		OpClear:         (*state).clear,
+		OpSetMeta:       (*state).setMeta,
 	}
 }
 
@@ -41,9 +43,12 @@ func invalid(c *Command, format string, args ...any) *Result {
 	return refuse(fmt.Errorf("%v on region %q: %w: %s", c.Op, c.Region, region.ErrInvalid, fmt.Sprintf(format, args...)))
 }
 
-func (s *state) createRegion(c *Command) *Result {
+func (s *state) createRegion(c *Command, index uint64) *Result {
 	if c.Region == "" {
 		return invalid(c, "the region name is empty")
+	}
+	if c.RegionID != 0 {
+		return invalid(c, "regions are created in group 0, not with a region id")
 	}
 	if !knownKind(c.Kind) {
 		return invalid(c, "region type %q is neither %s nor %s", c.Kind, region.Replicate, region.Partition)
@@ -51,11 +56,23 @@ func (s *state) createRegion(c *Command) *Result {
 	if _, ok := s.regions[c.Region]; ok {
 		return refuse(fmt.Errorf("region %q: %w", c.Region, region.ErrRegionExists))
 	}
-	s.regions[c.Region] = newRegionState(c.Kind)
+	s.regions[c.Region] = newRegionState(c.Kind, index)
 	return &Result{}
 }
 
-func (s *state) destroyRegion(c *Command) *Result {
+// destroyRegion removes a region. With a region ID (a partition group) it
+// records a tombstone and always succeeds: it is idempotent garbage
+// collection, and the tombstone keeps late commands from resurrecting it.
+func (s *state) destroyRegion(c *Command, _ uint64) *Result {
+	if c.RegionID != 0 {
+		if c.RegionID > s.tombstones[c.Region] {
+			s.tombstones[c.Region] = c.RegionID
+		}
+		if r, ok := s.regions[c.Region]; ok && r.id <= c.RegionID {
+			delete(s.regions, c.Region)
+		}
+		return &Result{}
+	}
 	if _, err := s.region(c.Region); err != nil {
 		return refuse(err)
 	}
@@ -81,11 +98,11 @@ func checkEntries(c *Command, emptyKeyOK bool) *Result {
 }
 
 // put upserts every entry in order, so a later duplicate key wins.
-func (s *state) put(c *Command) *Result {
+func (s *state) put(c *Command, _ uint64) *Result {
 	if res := checkEntries(c, false); res != nil {
 		return res
 	}
-	r, err := s.region(c.Region)
+	r, err := s.target(c.Region, c.RegionID)
 	if err != nil {
 		return refuse(err)
 	}
@@ -97,14 +114,14 @@ func (s *state) put(c *Command) *Result {
 
 // putIfAbsent writes one entry unless its key exists; an empty key asks for
 // a generated one.
-func (s *state) putIfAbsent(c *Command) *Result {
+func (s *state) putIfAbsent(c *Command, _ uint64) *Result {
 	if res := checkEntries(c, true); res != nil {
 		return res
 	}
 	if len(c.Entries) != 1 {
 		return invalid(c, "put-if-absent takes exactly one entry, got %d", len(c.Entries))
 	}
-	r, err := s.region(c.Region)
+	r, err := s.target(c.Region, c.RegionID)
 	if err != nil {
 		return refuse(err)
 	}
@@ -119,11 +136,11 @@ func (s *state) putIfAbsent(c *Command) *Result {
 }
 
 // replace overwrites entries only if every key exists.
-func (s *state) replace(c *Command) *Result {
+func (s *state) replace(c *Command, _ uint64) *Result {
 	if res := checkEntries(c, false); res != nil {
 		return res
 	}
-	r, err := s.region(c.Region)
+	r, err := s.target(c.Region, c.RegionID)
 	if err != nil {
 		return refuse(err)
 	}
@@ -142,7 +159,7 @@ func (s *state) replace(c *Command) *Result {
 // current value (jsonEqual). Missing keys are reported before mismatches;
 // all checks see the state before the command, and a later duplicate key's
 // New wins.
-func (s *state) cas(c *Command) *Result {
+func (s *state) cas(c *Command, _ uint64) *Result {
 	if len(c.Pairs) == 0 {
 		return invalid(c, "the command has no compare-and-set pairs")
 	}
@@ -154,7 +171,7 @@ func (s *state) cas(c *Command) *Result {
 			return invalid(c, "pair %d (key %q) has an empty new value", i, p.Key)
 		}
 	}
-	r, err := s.region(c.Region)
+	r, err := s.target(c.Region, c.RegionID)
 	if err != nil {
 		return refuse(err)
 	}
@@ -175,11 +192,11 @@ func (s *state) cas(c *Command) *Result {
 }
 
 // delete removes the keys only if every one exists.
-func (s *state) delete(c *Command) *Result {
+func (s *state) delete(c *Command, _ uint64) *Result {
 	if len(c.Keys) == 0 {
 		return invalid(c, "the command has no keys")
 	}
-	r, err := s.region(c.Region)
+	r, err := s.target(c.Region, c.RegionID)
 	if err != nil {
 		return refuse(err)
 	}
@@ -197,7 +214,10 @@ func (s *state) delete(c *Command) *Result {
 // clear removes every entry of a replicated region. A partitioned region
 // spreads over several groups, so one group cannot clear it atomically;
 // Geode refuses it too.
-func (s *state) clear(c *Command) *Result {
+func (s *state) clear(c *Command, _ uint64) *Result {
+	if c.RegionID != 0 {
+		return invalid(c, "a partition group cannot clear a region")
+	}
 	r, err := s.region(c.Region)
 	if err != nil {
 		return refuse(err)
@@ -208,4 +228,19 @@ func (s *state) clear(c *Command) *Result {
 	// A new tree rather than Clear: a snapshot may share the old tree's nodes.
 	r.entries = newEntries()
 	return &Result{}
+}
+
+// setMeta stores a metadata value if the key's current version (0: absent)
+// is the expected one; the new version is the entry's log index.
+func (s *state) setMeta(c *Command, index uint64) *Result {
+	if c.MetaKey == "" {
+		return refuse(fmt.Errorf("%v: %w: the metadata key is empty", c.Op, region.ErrInvalid))
+	}
+	cur := s.meta[c.MetaKey]
+	if cur.version != c.MetaVersion {
+		return &Result{Version: cur.version, Err: fmt.Errorf("metadata %q: expected version %d, found %d: %w",
+			c.MetaKey, c.MetaVersion, cur.version, region.ErrVersionConflict)}
+	}
+	s.meta[c.MetaKey] = metaEntry{value: c.MetaValue, version: index}
+	return &Result{Version: index}
 }

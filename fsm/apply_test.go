@@ -196,7 +196,7 @@ func TestGeneratedKeysSkipExisting(t *testing.T) {
 			t.Errorf("generated key %d in %q = %q, want %q", i, want.region, got, want.key)
 		}
 	}
-	if v, err := n.f.Get("r", "3"); err != nil || string(v) != `{"g":true}` {
+	if v, err := n.f.Get("r", 0, "3"); err != nil || string(v) != `{"g":true}` {
 		t.Errorf("Get(r, 3) = %s, %v; want the generated entry", v, err)
 	}
 	// A refused generation does not consume a number.
@@ -214,11 +214,11 @@ func TestDestroyThenRecreateIsEmpty(t *testing.T) {
 	if _, ok := n.f.Region("r"); ok {
 		t.Fatal("Region(r) found after destroy")
 	}
-	if _, err := n.f.Get("r", "a"); !errors.Is(err, region.ErrRegionNotFound) {
+	if _, err := n.f.Get("r", 0, "a"); !errors.Is(err, region.ErrRegionNotFound) {
 		t.Errorf("Get after destroy: %v, want ErrRegionNotFound", err)
 	}
 	n.create("r", region.Partition)
-	if c, err := n.f.Count("r"); err != nil || c != 0 {
+	if c, err := n.f.Count("r", 0); err != nil || c != 0 {
 		t.Errorf("Count of the recreated region = %d, %v; want 0, nil", c, err)
 	}
 	if info, _ := n.f.Region("r"); info.Kind != region.Partition {
@@ -232,7 +232,7 @@ func TestStoredValuesAreExactBytes(t *testing.T) {
 	n.create("r", region.Replicate)
 	v := `{"b":10.0,"a":9223372036854775807,"s":"\u00e9 é","e":1E+2}`
 	n.put("r", "k", v)
-	if got, err := n.f.Get("r", "k"); err != nil || string(got) != v {
+	if got, err := n.f.Get("r", 0, "k"); err != nil || string(got) != v {
 		t.Errorf("Get = %s, %v; want %s", got, err, v)
 	}
 }
@@ -247,13 +247,13 @@ func TestValuesDoNotAliasTheLog(t *testing.T) {
 	for i := range l.Data {
 		l.Data[i] = 0
 	}
-	if got, _ := n.f.Get("r", "k"); string(got) != `{"v":1}` {
+	if got, _ := n.f.Get("r", 0, "k"); string(got) != `{"v":1}` {
 		t.Errorf("Get after clobbering the log data = %s, want %s", got, `{"v":1}`)
 	}
 }
 
 func TestApplyNonCommandEntries(t *testing.T) {
-	f := New()
+	f := New(Options{})
 	if got := f.Apply(&raft.Log{Index: 3, Type: raft.LogConfiguration, Data: []byte("opaque")}); got != nil {
 		t.Errorf("Apply(LogConfiguration) = %v, want nil", got)
 	}
@@ -279,7 +279,7 @@ func TestApplyPanicsOnUndecodableCommand(t *testing.T) {
 		{"ApplyBatch", func(f *FSM, l *raft.Log) { f.ApplyBatch([]*raft.Log{l}) }},
 	} {
 		t.Run(apply.name, func(t *testing.T) {
-			f := New()
+			f := New(Options{})
 			defer func() {
 				r := recover()
 				msg, _ := r.(string)
@@ -314,18 +314,22 @@ func TestApplyBatchEqualsSequentialApply(t *testing.T) {
 		add(Command{Op: OpCAS, Region: "r", Pairs: []region.CASPair{{Key: k, Old: []byte(`{"i":1}`), New: []byte(`{"i":2}`)}}})
 		add(Command{Op: OpReplace, Region: "r", Entries: entries("x"+k, `{"r":1}`, "missing", `{}`)})
 		add(Command{Op: OpDelete, Region: "r", Keys: []string{"x" + k}})
+		add(Command{Op: OpPut, Region: "q", RegionID: uint64(100 + i/10), Entries: entries(k, `{"q":1}`)})
+		add(Command{Op: OpPutIfAbsent, Region: "q", RegionID: uint64(100 + i/10), Entries: entries("", `{"g":1}`)})
+		add(Command{Op: OpSetMeta, MetaKey: "m", MetaVersion: uint64(i), MetaValue: []byte{byte(i)}})
 		if i%10 == 9 {
+			add(Command{Op: OpDestroyRegion, Region: "q", RegionID: uint64(100 + i/10 - 1)})
 			add(Command{Op: OpClear, Region: "r"})
 			add(Command{Op: OpClear, Region: "p"})
 		}
 	}
 
-	seq := New()
+	seq := New(Options{})
 	var seqRes []interface{}
 	for _, l := range logs {
 		seqRes = append(seqRes, seq.Apply(l))
 	}
-	batch := New()
+	batch := New(Options{})
 	var batchRes []interface{}
 	for i, size := 0, 1; i < len(logs); i, size = i+size, size%13+1 {
 		end := min(i+size, len(logs))

@@ -16,7 +16,7 @@ func benchKey(i int) string { return "order-" + strconv.Itoa(i%benchKeys) }
 // benchNode returns an FSM with region "orders" holding benchKeys entries.
 func benchNode(b *testing.B) *node {
 	b.Helper()
-	n := &node{f: New()}
+	n := &node{f: New(Options{})}
 	apply := func(c Command) {
 		if res := n.f.Apply(n.log(c)).(*Result); res.Err != nil {
 			b.Fatal(res.Err)
@@ -145,7 +145,7 @@ func BenchmarkApply(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := n.f.Get("orders", keys[i%benchKeys]); err != nil {
+			if _, err := n.f.Get("orders", 0, keys[i%benchKeys]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -8,10 +8,18 @@ import (
 	"github.com/kvnode/kvnode/region"
 )
 
-// commandVersion is the first byte of every encoded command. A committed
-// entry stays in Raft logs and is replayed for as long as the cluster lives,
-// so a new layout gets a new version and this build keeps decoding version 1.
-const commandVersion = 1
+// Command format versions: the first byte of every encoded command. A
+// committed entry stays in Raft logs and is replayed for as long as the
+// cluster lives, so a new layout gets a new version and this build keeps
+// decoding the old ones. Version 1 encodes every command it can express
+// (no region ID, no metadata); version 2 adds the region ID of partition
+// groups and the set-meta op. The encoder picks the lowest version that can
+// express a command, and the decoder refuses a version-2 encoding of a
+// command version 1 can express, so every command has exactly one encoding.
+const (
+	commandV1 = 1
+	commandV2 = 2
+)
 
 // Command is one replicated operation.
 type Command struct {
@@ -21,6 +29,22 @@ type Command struct {
 	Entries []region.Entry   // OpPut, OpPutIfAbsent, OpReplace
 	Pairs   []region.CASPair // OpCAS
 	Keys    []string         // OpDelete
+	// RegionID is non-zero in commands for a partition group: group 0's
+	// ID of the region (the log index of its creation). See DESIGN.md.
+	RegionID uint64
+	// OpSetMeta: the metadata key, the version it must have now (0: it must
+	// not exist), and the new value (opaque bytes).
+	MetaKey     string
+	MetaVersion uint64
+	MetaValue   []byte
+}
+
+// version is the format version Encode writes for c.
+func (c *Command) version() byte {
+	if c.RegionID != 0 || c.Op == OpSetMeta {
+		return commandV2
+	}
+	return commandV1
 }
 
 // Encode appends the binary encoding of c to dst and returns it. Only the
@@ -29,8 +53,17 @@ type Command struct {
 // callers must send only the Op constants of this package.
 func (c *Command) Encode(dst []byte) []byte {
 	dst = slices.Grow(dst, c.sizeHint())
-	dst = append(dst, commandVersion, byte(c.Op))
+	v := c.version()
+	dst = append(dst, v, byte(c.Op))
+	if c.Op == OpSetMeta {
+		dst = appendString(dst, c.MetaKey)
+		dst = binary.AppendUvarint(dst, c.MetaVersion)
+		return appendBytes(dst, c.MetaValue)
+	}
 	dst = appendString(dst, c.Region)
+	if v == commandV2 {
+		dst = binary.AppendUvarint(dst, c.RegionID)
+	}
 	switch c.Op {
 	case OpCreateRegion:
 		dst = appendString(dst, string(c.Kind))
@@ -59,7 +92,8 @@ func (c *Command) Encode(dst []byte) []byte {
 // sizeHint is an upper bound of the encoded size, so Encode allocates once.
 func (c *Command) sizeHint() int {
 	const prefix = binary.MaxVarintLen64
-	n := 2 + prefix + len(c.Region) + prefix + len(c.Kind) + prefix
+	n := 2 + prefix + len(c.Region) + prefix + len(c.Kind) + 2*prefix +
+		prefix + len(c.MetaKey) + prefix + prefix + len(c.MetaValue)
 	for _, e := range c.Entries {
 		n += 2*prefix + len(e.Key) + len(e.Value)
 	}
@@ -82,14 +116,31 @@ func (c *Command) sizeHint() int {
 // region kinds) is decided by Apply, which refuses it deterministically.
 func DecodeCommand(b []byte) (Command, error) {
 	d := decoder{buf: b}
-	if v := d.u8("format version"); d.err == nil && v != commandVersion {
-		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads version %d)", v, commandVersion)
+	v := d.u8("format version")
+	if d.err == nil && v != commandV1 && v != commandV2 {
+		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads versions %d and %d)", v, commandV1, commandV2)
 	}
 	op := Op(d.u8("op"))
 	if d.err == nil && !op.known() {
 		return Command{}, fmt.Errorf("fsm: decode command: unknown op %d", uint8(op))
 	}
+	if op == OpSetMeta {
+		if d.err == nil && v != commandV2 {
+			return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV2)
+		}
+		c := Command{Op: op, MetaKey: d.str("meta key"), MetaVersion: d.uvarint("meta version", ""), MetaValue: d.raw("meta value")}
+		if err := d.finish(); err != nil {
+			return Command{}, fmt.Errorf("fsm: decode %v command: %w", op, err)
+		}
+		return c, nil
+	}
 	c := Command{Op: op, Region: d.str("region name")}
+	if v == commandV2 {
+		c.RegionID = d.uvarint("region id", "")
+		if d.err == nil && c.RegionID == 0 {
+			d.fail("region id 0 in a version 2 command: version 1 encodes it")
+		}
+	}
 	switch op {
 	case OpCreateRegion:
 		c.Kind = region.Kind(d.str("region kind"))

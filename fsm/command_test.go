@@ -41,14 +41,44 @@ func goldenCommands() []Command {
 	}
 }
 
+// goldenCommandsV2 holds commands that need format version 2: partition
+// group commands (with a region ID) and set-meta. Their encodings in
+// testdata/golden/v2-<op>.bin pin version 2.
+func goldenCommandsV2() []Command {
+	return []Command{
+		{Op: OpPut, Region: "orders", RegionID: 17, Entries: []region.Entry{
+			{Key: "1", Value: []byte(`{"a":1}`)},
+			{Key: "日本", Value: []byte(`{}`)},
+		}},
+		{Op: OpPutIfAbsent, Region: "orders", RegionID: 300, Entries: []region.Entry{{Key: "", Value: []byte(`{"g":1}`)}}},
+		{Op: OpCAS, Region: "orders", RegionID: 5, Pairs: []region.CASPair{{Key: "k", Old: []byte(`{"v":1}`), New: []byte(`{"v":2}`)}}},
+		{Op: OpDestroyRegion, Region: "orders", RegionID: 1 << 40},
+		{Op: OpSetMeta, MetaKey: "partition/table", MetaVersion: 42, MetaValue: []byte(`{"replicationFactor":3,"groups":[]}`)},
+	}
+}
+
 func TestCommandGolden(t *testing.T) {
 	cmds := goldenCommands()
-	if len(cmds) != int(maxOp) {
-		t.Fatalf("goldenCommands has %d commands, want one per op (%d)", len(cmds), maxOp)
+	if len(cmds) != int(maxOp)-1 {
+		t.Fatalf("goldenCommands has %d commands, want one per version-1 op (%d)", len(cmds), maxOp-1)
 	}
+	type named struct {
+		name string
+		c    Command
+	}
+	var all []named
 	for _, c := range cmds {
-		t.Run(c.Op.String(), func(t *testing.T) {
-			name := c.Op.String() + ".bin"
+		all = append(all, named{c.Op.String() + ".bin", c})
+	}
+	for _, c := range goldenCommandsV2() {
+		all = append(all, named{"v2-" + c.Op.String() + ".bin", c})
+	}
+	for _, nc := range all {
+		c, name := nc.c, nc.name
+		t.Run(name, func(t *testing.T) {
+			if want := c.version(); (want == commandV2) != strings.HasPrefix(name, "v2-") {
+				t.Fatalf("%s: Encode picks format version %d", name, want)
+			}
 			golden(t, name, c.Encode(nil))
 			got, err := DecodeCommand(readGolden(t, name))
 			if err != nil {
@@ -126,9 +156,13 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"empty", nil, "truncated"},
 		{"version only", []byte{1}, "truncated"},
 		{"version 0", []byte{0, 3, 0}, "format version 0"},
-		{"version 2", []byte{2, 3, 0}, "format version 2"},
+		{"version 3", []byte{3, 3, 0}, "format version 3"},
 		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
-		{"op 9", []byte{1, 9, 0}, "unknown op 9"},
+		{"op 10", []byte{1, 10, 0}, "unknown op 10"},
+		{"set-meta in version 1", []byte{1, byte(OpSetMeta), 1, 'k', 0, 0}, "needs format version 2"},
+		{"version 2 without region id", []byte{2, byte(OpClear), 1, 'r'}, "truncated"},
+		{"version 2 with region id 0", []byte{2, byte(OpClear), 1, 'r', 0}, "region id 0"},
+		{"set-meta truncated", []byte{2, byte(OpSetMeta), 1, 'k', 5}, "truncated"},
 		{"op 255", []byte{1, 255, 0}, "unknown op 255"},
 		{"missing region", []byte{1, byte(OpClear)}, "truncated"},
 		{"region longer than input", []byte{1, byte(OpClear), 5, 'a'}, "needs 5 bytes"},
@@ -156,7 +190,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 
 // TestDecodeEveryTruncation: no proper prefix of a valid command decodes.
 func TestDecodeEveryTruncation(t *testing.T) {
-	for _, c := range goldenCommands() {
+	for _, c := range append(goldenCommands(), goldenCommandsV2()...) {
 		b := c.Encode(nil)
 		for n := 0; n < len(b); n++ {
 			if got, err := DecodeCommand(b[:n]); err == nil {

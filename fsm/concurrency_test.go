@@ -40,7 +40,7 @@ func TestConcurrentUse(t *testing.T) {
 					return
 				default:
 				}
-				list, err := n.f.List("r", -1)
+				list, err := n.f.List("r", 0, -1)
 				if err != nil {
 					report("List: " + err.Error())
 					return
@@ -52,8 +52,8 @@ func TestConcurrentUse(t *testing.T) {
 					}
 				}
 				n.f.Regions()
-				_, _ = n.f.GetMany("r", []string{"k1", "k2"})
-				_, _ = n.f.Count("r")
+				_, _ = n.f.GetMany("r", 0, []string{"k1", "k2"})
+				_, _ = n.f.Count("r", 0)
 			}
 		}()
 	}

@@ -17,13 +17,26 @@ type FSM struct {
 	mu sync.RWMutex
 	st *state
 
-	ops     *handlers // dispatch table, built once by New
-	applied appliedIndex
+	ops       *handlers // dispatch table, built once by New
+	applied   appliedIndex
+	keyFilter func(string) bool
+}
+
+// Options configure a state machine. The zero value suits group 0.
+type Options struct {
+	// KeyFilter, when set, restricts the keys put-if-absent generates to
+	// those it accepts: a partition group generates only keys that hash to
+	// itself, which keeps generated keys unique across groups. It must be
+	// deterministic (a pure function of the key and fixed cluster settings),
+	// or replicas would diverge.
+	KeyFilter func(key string) bool
 }
 
 // New returns an empty state machine: no regions, applied index 0.
-func New() *FSM {
-	return &FSM{st: newState(), ops: newHandlers()}
+func New(opts Options) *FSM {
+	st := newState()
+	st.keyFilter = opts.KeyFilter
+	return &FSM{st: st, ops: newHandlers(), keyFilter: opts.KeyFilter}
 }
 
 // Interfaces hashicorp/raft looks for.
@@ -71,7 +84,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 func (f *FSM) applyLocked(l *raft.Log, c *Command) interface{} {
 	switch l.Type {
 	case raft.LogCommand:
-		res := f.ops[c.Op](f.st, c)
+		res := f.ops[c.Op](f.st, c, l.Index)
 		f.applied.set(l.Index)
 		return res
 	case raft.LogConfiguration:

@@ -27,7 +27,7 @@ type node struct {
 
 func newNode(t *testing.T) *node {
 	t.Helper()
-	return &node{t: t, f: New()}
+	return &node{t: t, f: New(Options{})}
 }
 
 // log wraps an encoded command as the next committed entry.
@@ -84,7 +84,7 @@ func dump(t *testing.T, f *FSM) string {
 	var b strings.Builder
 	for _, info := range f.Regions() {
 		fmt.Fprintf(&b, "%s(%s)", info.Name, info.Kind)
-		list, err := f.List(info.Name, -1)
+		list, err := f.List(info.Name, 0, -1)
 		if err != nil {
 			t.Fatalf("List(%q): %v", info.Name, err)
 		}

@@ -139,3 +139,8 @@ func parseDecimal(s string) (float64, bool) {
 	}
 	return f, true
 }
+
+// ValuesEqual reports whether two stored values are equal under the CAS
+// rules (see jsonEqual). The store uses it to pre-check CAS requests that
+// span partition groups exactly as each group's Apply will.
+func ValuesEqual(a, b json.RawMessage) bool { return jsonEqual(a, b) }

@@ -16,11 +16,12 @@ const (
 	OpCAS           Op = 6 // Region, Pairs (1..n): every key must exist and every Old must equal current, else nothing changes
 	OpDelete        Op = 7 // Region, Keys (1..n): every key must exist, else nothing is deleted
 	OpClear         Op = 8 // Region: remove all entries; refused for PARTITION regions
+	OpSetMeta       Op = 9 // MetaKey, MetaVersion (expected), MetaValue: compare-and-set of versioned metadata
 )
 
 // maxOp is the highest Op this build knows; the dispatch table has one slot
 // per value up to it.
-const maxOp = OpClear
+const maxOp = OpSetMeta
 
 // String returns the operation's name as it appears in error messages and in
 // the golden file names (testdata/golden/<name>.bin).
@@ -42,6 +43,8 @@ func (o Op) String() string {
 		return "delete"
 	case OpClear:
 		return "clear"
+	case OpSetMeta:
+		return "set-meta"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }

@@ -14,6 +14,12 @@ import (
 //
 // Returned values share memory with the state machine: callers must not
 // modify them. (Values are never modified in place, so they stay valid.)
+//
+// Entry reads take the region's ID. 0 reads group 0's region of that name
+// (region.ErrRegionNotFound when there is none). A non-zero ID reads a
+// partition group's part of that incarnation: empty when the group holds no
+// entry of it yet, region.ErrRegionNotFound when it was destroyed or a newer
+// incarnation lives here.
 
 // Regions lists every region, sorted by name.
 func (f *FSM) Regions() []region.Info {
@@ -40,14 +46,18 @@ func (f *FSM) Region(name string) (region.Info, bool) {
 
 // Get returns the value under key. Errors wrap region.ErrRegionNotFound or
 // region.ErrKeyNotFound.
-func (f *FSM) Get(name, key string) (json.RawMessage, error) {
+func (f *FSM) Get(name string, id uint64, key string) (json.RawMessage, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	r, err := f.st.region(name)
+	r, err := f.st.view(name, id)
 	if err != nil {
 		return nil, err
 	}
-	v, ok := r.get(key)
+	var v json.RawMessage
+	ok := false
+	if r != nil {
+		v, ok = r.get(key)
+	}
 	if !ok {
 		return nil, fmt.Errorf("region %q: key %q: %w", name, key, region.ErrKeyNotFound)
 	}
@@ -56,14 +66,17 @@ func (f *FSM) Get(name, key string) (json.RawMessage, error) {
 
 // GetMany returns the values of keys, aligned with keys: nil where a key is
 // missing. The only error is a missing region.
-func (f *FSM) GetMany(name string, keys []string) ([]json.RawMessage, error) {
+func (f *FSM) GetMany(name string, id uint64, keys []string) ([]json.RawMessage, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	r, err := f.st.region(name)
+	r, err := f.st.view(name, id)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]json.RawMessage, len(keys))
+	if r == nil {
+		return out, nil
+	}
 	for i, k := range keys {
 		out[i], _ = r.get(k)
 	}
@@ -72,12 +85,15 @@ func (f *FSM) GetMany(name string, keys []string) ([]json.RawMessage, error) {
 
 // List returns up to limit entries in ascending key order (byte-wise);
 // limit < 0 means all, 0 none.
-func (f *FSM) List(name string, limit int) ([]region.Entry, error) {
+func (f *FSM) List(name string, id uint64, limit int) ([]region.Entry, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	r, err := f.st.region(name)
+	r, err := f.st.view(name, id)
 	if err != nil {
 		return nil, err
+	}
+	if r == nil {
+		return []region.Entry{}, nil
 	}
 	n := r.entries.Len()
 	if limit >= 0 && limit < n {
@@ -95,12 +111,15 @@ func (f *FSM) List(name string, limit int) ([]region.Entry, error) {
 }
 
 // Keys returns every key of the region in ascending order.
-func (f *FSM) Keys(name string) ([]string, error) {
+func (f *FSM) Keys(name string, id uint64) ([]string, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	r, err := f.st.region(name)
+	r, err := f.st.view(name, id)
 	if err != nil {
 		return nil, err
+	}
+	if r == nil {
+		return []string{}, nil
 	}
 	out := make([]string, 0, r.entries.Len())
 	r.entries.Ascend(func(e entry) bool {
@@ -111,12 +130,32 @@ func (f *FSM) Keys(name string) ([]string, error) {
 }
 
 // Count returns the number of entries in the region.
-func (f *FSM) Count(name string) (int, error) {
+func (f *FSM) Count(name string, id uint64) (int, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	r, err := f.st.region(name)
-	if err != nil {
+	r, err := f.st.view(name, id)
+	if err != nil || r == nil {
 		return 0, err
 	}
 	return r.entries.Len(), nil
+}
+
+// RegionID returns the ID of the region name defined here.
+func (f *FSM) RegionID(name string) (uint64, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r, ok := f.st.regions[name]
+	if !ok {
+		return 0, false
+	}
+	return r.id, true
+}
+
+// Meta returns a metadata value and its version. The value is shared with
+// the state machine: callers must not modify it.
+func (f *FSM) Meta(key string) (value []byte, version uint64, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	m, ok := f.st.meta[key]
+	return m.value, m.version, ok
 }

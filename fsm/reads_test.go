@@ -31,7 +31,7 @@ func TestListLimitAndOrder(t *testing.T) {
 	}{
 		{-1, all}, {-50, all}, {0, []string{}}, {1, all[:1]}, {3, all[:3]}, {5, all}, {50, all},
 	} {
-		got, err := n.f.List("r", tc.limit)
+		got, err := n.f.List("r", 0, tc.limit)
 		if err != nil {
 			t.Fatalf("List(r, %d): %v", tc.limit, err)
 		}
@@ -44,13 +44,13 @@ func TestListLimitAndOrder(t *testing.T) {
 			}
 		}
 	}
-	if got, err := n.f.List("empty", -1); err != nil || got == nil || len(got) != 0 {
+	if got, err := n.f.List("empty", 0, -1); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("List(empty, -1) = %#v, %v; want an empty non-nil slice", got, err)
 	}
-	if keys, err := n.f.Keys("r"); err != nil || !reflect.DeepEqual(keys, all) {
+	if keys, err := n.f.Keys("r", 0); err != nil || !reflect.DeepEqual(keys, all) {
 		t.Errorf("Keys(r) = %q, %v; want %q", keys, err, all)
 	}
-	if c, err := n.f.Count("r"); err != nil || c != len(all) {
+	if c, err := n.f.Count("r", 0); err != nil || c != len(all) {
 		t.Errorf("Count(r) = %d, %v; want %d", c, err, len(all))
 	}
 }
@@ -64,7 +64,7 @@ func TestListManyEntries(t *testing.T) {
 		n.put("r", k, `{}`)
 		want = append([]string{k}, want...)
 	}
-	got, err := n.f.List("r", 700)
+	got, err := n.f.List("r", 0, 700)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +78,14 @@ func TestGetAndGetMany(t *testing.T) {
 	n.create("r", region.Replicate)
 	n.put("r", "a", `{"a":1}`, "b", `{"b":2}`)
 
-	if v, err := n.f.Get("r", "a"); err != nil || string(v) != `{"a":1}` {
+	if v, err := n.f.Get("r", 0, "a"); err != nil || string(v) != `{"a":1}` {
 		t.Errorf("Get(r, a) = %s, %v; want {\"a\":1}", v, err)
 	}
-	if _, err := n.f.Get("r", "zz"); !errors.Is(err, region.ErrKeyNotFound) {
+	if _, err := n.f.Get("r", 0, "zz"); !errors.Is(err, region.ErrKeyNotFound) {
 		t.Errorf("Get(r, zz) error = %v, want ErrKeyNotFound", err)
 	}
 
-	got, err := n.f.GetMany("r", []string{"b", "zz", "a", "b"})
+	got, err := n.f.GetMany("r", 0, []string{"b", "zz", "a", "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,28 +98,28 @@ func TestGetAndGetMany(t *testing.T) {
 			t.Errorf("GetMany value %d = %q, want %q", i, got[i], want[i])
 		}
 	}
-	if got, err := n.f.GetMany("r", nil); err != nil || len(got) != 0 {
+	if got, err := n.f.GetMany("r", 0, nil); err != nil || len(got) != 0 {
 		t.Errorf("GetMany(r, nil) = %q, %v; want no values", got, err)
 	}
 }
 
 func TestReadsOfUnknownRegion(t *testing.T) {
-	f := New()
+	f := New(Options{})
 	check := func(op string, err error) {
 		t.Helper()
 		if !errors.Is(err, region.ErrRegionNotFound) {
 			t.Errorf("%s on an unknown region: error %v, want ErrRegionNotFound", op, err)
 		}
 	}
-	_, err := f.Get("nope", "k")
+	_, err := f.Get("nope", 0, "k")
 	check("Get", err)
-	_, err = f.GetMany("nope", []string{"k"})
+	_, err = f.GetMany("nope", 0, []string{"k"})
 	check("GetMany", err)
-	_, err = f.List("nope", -1)
+	_, err = f.List("nope", 0, -1)
 	check("List", err)
-	_, err = f.Keys("nope")
+	_, err = f.Keys("nope", 0)
 	check("Keys", err)
-	_, err = f.Count("nope")
+	_, err = f.Count("nope", 0)
 	check("Count", err)
 	if _, ok := f.Region("nope"); ok {
 		t.Error("Region(nope) reported found")

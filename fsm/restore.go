@@ -23,6 +23,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("fsm: restore snapshot: %w", err)
 	}
+	st.keyFilter = f.keyFilter
 	f.mu.Lock()
 	f.st = st
 	f.applied.set(applied)
@@ -44,8 +45,8 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("header: %w", err)
 	}
-	if version != snapshotVersion {
-		return nil, 0, fmt.Errorf("format version %d is not supported (this build reads version %d)", version, snapshotVersion)
+	if version != snapshotV1 && version != snapshotVersion {
+		return nil, 0, fmt.Errorf("format version %d is not supported (this build reads versions %d and %d)", version, snapshotV1, snapshotVersion)
 	}
 	applied, err := sr.uvarint("applied index")
 	if err != nil {
@@ -55,27 +56,54 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 	if st.lastKey, err = sr.uvarint("key counter"); err != nil {
 		return nil, 0, err
 	}
-	prev := ""
+	// Records come grouped by tag in ascending tag order, names strictly
+	// ascending within a tag: one canonical stream per state.
+	lastTag, prev := byte(tagRegion), ""
+	first := true
 	for {
 		tag, err := sr.ReadByte()
 		if err != nil {
-			return nil, 0, fmt.Errorf("after region %q: %w", prev, err)
+			return nil, 0, fmt.Errorf("after %q: %w", prev, err)
 		}
 		if tag == tagEnd {
 			break
 		}
-		if tag != tagRegion {
-			return nil, 0, fmt.Errorf("after region %q: unknown record tag %d", prev, tag)
+		if tag != tagRegion && (version == snapshotV1 || (tag != tagTombstone && tag != tagMeta)) {
+			return nil, 0, fmt.Errorf("after %q: unknown record tag %d", prev, tag)
 		}
-		name, r, err := sr.region()
+		if tag < lastTag {
+			return nil, 0, fmt.Errorf("record tag %d follows tag %d: records must be grouped in tag order", tag, lastTag)
+		}
+		if tag != lastTag {
+			first = true
+		}
+		var name string
+		switch tag {
+		case tagRegion:
+			var r *regionState
+			if name, r, err = sr.region(version); err == nil {
+				st.regions[name] = r
+			}
+		case tagTombstone:
+			if name, err = sr.string("tombstone name"); err == nil {
+				st.tombstones[name], err = sr.uvarint("tombstone id")
+			}
+		case tagMeta:
+			if name, err = sr.string("meta key"); err == nil {
+				var m metaEntry
+				if m.version, err = sr.uvarint("meta version"); err == nil {
+					m.value, err = sr.bytes("meta value")
+					st.meta[name] = m
+				}
+			}
+		}
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(st.regions) > 0 && name <= prev {
-			return nil, 0, fmt.Errorf("region %q follows %q: names must be strictly ascending", name, prev)
+		if !first && name <= prev {
+			return nil, 0, fmt.Errorf("%q follows %q: names must be strictly ascending", name, prev)
 		}
-		st.regions[name] = r
-		prev = name
+		lastTag, prev, first = tag, name, false
 	}
 	if err := sr.checkTrailer(); err != nil {
 		return nil, 0, err
@@ -154,8 +182,10 @@ func (sr *snapshotReader) string(what string) (string, error) {
 	return string(b), err
 }
 
-// region reads one region record after its tag.
-func (sr *snapshotReader) region() (string, *regionState, error) {
+// region reads one region record after its tag. Version 1 records have no
+// id: v1 snapshots exist only for group 0, where a region's id is
+// informational (commands there carry none), so 0 is a safe default.
+func (sr *snapshotReader) region(version byte) (string, *regionState, error) {
 	name, err := sr.string("region name")
 	if err != nil {
 		return "", nil, err
@@ -167,7 +197,13 @@ func (sr *snapshotReader) region() (string, *regionState, error) {
 	if !knownKind(region.Kind(kind)) {
 		return "", nil, fmt.Errorf("region %q: unknown kind %q", name, kind)
 	}
-	r := newRegionState(region.Kind(kind))
+	var id uint64
+	if version != snapshotV1 {
+		if id, err = sr.uvarint("region id"); err != nil {
+			return "", nil, fmt.Errorf("region %q: %w", name, err)
+		}
+	}
+	r := newRegionState(region.Kind(kind), id)
 	count, err := sr.uvarint("entry count")
 	if err != nil {
 		return "", nil, fmt.Errorf("region %q: %w", name, err)

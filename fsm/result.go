@@ -1,19 +1,28 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/kvnode/kvnode/region"
 )
 
-// resultVersion is the first byte of an encoded Result.
-const resultVersion = 1
+// Result format versions: the first byte of an encoded Result. Results
+// only travel between nodes (never to disk); version 2 adds Version. This
+// build decodes both, so a node can answer an older peer during an upgrade.
+const (
+	resultV1      = 1
+	resultVersion = 2
+)
 
 // Result is what Apply returns (as *Result) for every LogCommand entry.
 type Result struct {
 	Key string // OpPutIfAbsent: the key that was written or found (generated when the command had none)
-	Err error  // nil, or a region sentinel error the command was refused with (possibly *region.ConflictError)
+	// Version is OpSetMeta's new version on success, the current one on a
+	// version conflict.
+	Version uint64
+	Err     error // nil, or a region sentinel error the command was refused with (possibly *region.ConflictError)
 }
 
 // Sentinel codes on the wire. They are part of the result format: append
@@ -31,6 +40,7 @@ const (
 	codeNotLeader
 	codeNoLeader
 	codeIndeterminate
+	codeVersionConflict
 	codeCount // one past the last code
 )
 
@@ -60,6 +70,8 @@ func sentinel(code byte) error {
 		return region.ErrNoLeader
 	case codeIndeterminate:
 		return region.ErrIndeterminate
+	case codeVersionConflict:
+		return region.ErrVersionConflict
 	}
 	return nil
 }
@@ -76,9 +88,11 @@ func sentinelCode(err error) byte {
 
 // EncodeResult appends the encoding of r to dst and returns it. Layout:
 //
-//	version 1 | key | 0 (no error)
-//	version 1 | key | 1 | sentinel code | message | 0
-//	version 1 | key | 1 | sentinel code | message | 1 | conflict code | conflict key | current value
+//	version 2 | key | uvarint version | 0 (no error)
+//	version 2 | key | uvarint version | 1 | sentinel code | message | 0
+//	version 2 | key | uvarint version | 1 | sentinel code | message | 1 | conflict code | conflict key | current value
+//
+// (Version 1 is the same without the uvarint version.)
 //
 // Version, flags and codes are one byte each; strings and byte slices are
 // uvarint length-prefixed. An error travels as what callers inspect: its
@@ -91,6 +105,7 @@ func EncodeResult(dst []byte, r *Result) []byte {
 	}
 	dst = append(dst, resultVersion)
 	dst = appendString(dst, r.Key)
+	dst = binary.AppendUvarint(dst, r.Version)
 	if r.Err == nil {
 		return append(dst, 0)
 	}
@@ -113,10 +128,14 @@ func EncodeResult(dst []byte, r *Result) []byte {
 // know (a newer peer) still yields an error with the original message.
 func DecodeResult(b []byte) (*Result, error) {
 	d := decoder{buf: b}
-	if v := d.u8("format version"); d.err == nil && v != resultVersion {
-		return nil, fmt.Errorf("fsm: decode result: format version %d is not supported (this build reads version %d)", v, resultVersion)
+	v := d.u8("format version")
+	if d.err == nil && v != resultV1 && v != resultVersion {
+		return nil, fmt.Errorf("fsm: decode result: format version %d is not supported (this build reads versions %d and %d)", v, resultV1, resultVersion)
 	}
 	r := &Result{Key: d.str("key")}
+	if v == resultVersion {
+		r.Version = d.uvarint("version", "")
+	}
 	switch flag := d.u8("error flag"); flag {
 	case 0:
 	case 1:

@@ -13,7 +13,7 @@ func allSentinels() []error {
 	return []error{
 		region.ErrRegionNotFound, region.ErrRegionExists, region.ErrKeyNotFound, region.ErrKeyAbsent,
 		region.ErrKeyExists, region.ErrCASMismatch, region.ErrNotSupported, region.ErrInvalid,
-		region.ErrNotLeader, region.ErrNoLeader, region.ErrIndeterminate,
+		region.ErrNotLeader, region.ErrNoLeader, region.ErrIndeterminate, region.ErrVersionConflict,
 	}
 }
 
@@ -26,6 +26,8 @@ func TestResultRoundTrip(t *testing.T) {
 		{"success", Result{}},
 		{"success with key", Result{Key: "42"}},
 		{"unicode key", Result{Key: "ключ/🙂"}},
+		{"meta version", Result{Version: 1 << 40}},
+		{"version conflict", Result{Version: 9, Err: fmt.Errorf("metadata %q: %w", "t", region.ErrVersionConflict)}},
 		{"error without sentinel", Result{Err: errors.New("disk on fire")}},
 		{"key exists conflict", Result{Key: "a", Err: &region.ConflictError{Err: region.ErrKeyExists, Key: "a", Current: []byte(`{"n":1}`)}}},
 		{"CAS conflict", Result{Err: &region.ConflictError{Err: region.ErrCASMismatch, Key: "é", Current: []byte(`{}`)}}},
@@ -55,6 +57,9 @@ func checkSameResult(t *testing.T, got, want *Result) {
 	t.Helper()
 	if got.Key != want.Key {
 		t.Errorf("Key = %q, want %q", got.Key, want.Key)
+	}
+	if got.Version != want.Version {
+		t.Errorf("Version = %d, want %d", got.Version, want.Version)
 	}
 	if (got.Err == nil) != (want.Err == nil) {
 		t.Fatalf("Err = %v, want %v", got.Err, want.Err)
@@ -152,5 +157,14 @@ func TestDecodeResultUnknownCode(t *testing.T) {
 	}
 	if r.Err == nil || r.Err.Error() != "oops" {
 		t.Errorf("Err = %v, want an error reading %q", r.Err, "oops")
+	}
+}
+
+// TestDecodeResultVersion1: a result from a peer still on format 1 (no
+// version field) decodes.
+func TestDecodeResultVersion1(t *testing.T) {
+	r, err := DecodeResult([]byte{1, 2, 'k', '7', 0})
+	if err != nil || r.Key != "k7" || r.Err != nil || r.Version != 0 {
+		t.Fatalf("DecodeResult(v1) = %+v, %v; want key k7, no error", r, err)
 	}
 }

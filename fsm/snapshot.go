@@ -13,17 +13,24 @@ import (
 	"github.com/kvnode/kvnode/region"
 )
 
-// Snapshot stream layout, version 1 (DESIGN.md has the full description).
+// Snapshot stream layout, version 2 (DESIGN.md has the full description).
 // Strings and byte slices are uvarint length-prefixed.
 //
-//	magic "KVFSMSNP" | version 1 | uvarint applied index | uvarint last generated key
-//	per region, names ascending: tagRegion | name | kind | uvarint count | count × (key | value), keys ascending
+//	magic "KVFSMSNP" | version 2 | uvarint applied index | uvarint last generated key
+//	per region, names ascending: tagRegion | name | kind | uvarint id | uvarint count | count × (key | value), keys ascending
+//	per tombstone, names ascending: tagTombstone | name | uvarint id
+//	per metadata key, ascending: tagMeta | key | uvarint version | value
 //	tagEnd | CRC-32C (big endian) of every byte before it
+//
+// Version 1 (still restored) has no region id, tombstones or metadata.
 const (
 	snapshotMagic   = "KVFSMSNP"
-	snapshotVersion = 1
+	snapshotV1      = 1
+	snapshotVersion = 2
 	tagEnd          = 0
 	tagRegion       = 1
+	tagTombstone    = 2
+	tagMeta         = 3
 )
 
 // castagnoli is the CRC-32C table (hash/crc32 builds it once and caches it).
@@ -41,24 +48,46 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		regions: make([]snapshotRegion, 0, len(f.st.regions)),
 	}
 	for name, r := range f.st.regions {
-		s.regions = append(s.regions, snapshotRegion{name: name, kind: r.kind, entries: r.entries.Clone()})
+		s.regions = append(s.regions, snapshotRegion{name: name, kind: r.kind, id: r.id, entries: r.entries.Clone()})
+	}
+	for name, id := range f.st.tombstones {
+		s.tombstones = append(s.tombstones, snapshotTombstone{name: name, id: id})
+	}
+	for key, m := range f.st.meta {
+		// Values are replaced, never modified in place: sharing is safe.
+		s.meta = append(s.meta, snapshotMeta{key: key, entry: m})
 	}
 	f.mu.Unlock()
 	sort.Slice(s.regions, func(i, j int) bool { return s.regions[i].name < s.regions[j].name })
+	sort.Slice(s.tombstones, func(i, j int) bool { return s.tombstones[i].name < s.tombstones[j].name })
+	sort.Slice(s.meta, func(i, j int) bool { return s.meta[i].key < s.meta[j].key })
 	return s, nil
 }
 
 // snapshot is a point-in-time copy of the state, private to its Persist.
 type snapshot struct {
-	applied uint64
-	lastKey uint64
-	regions []snapshotRegion // sorted by name
+	applied    uint64
+	lastKey    uint64
+	regions    []snapshotRegion    // sorted by name
+	tombstones []snapshotTombstone // sorted by name
+	meta       []snapshotMeta      // sorted by key
 }
 
 type snapshotRegion struct {
 	name    string
 	kind    region.Kind
+	id      uint64
 	entries *btree.BTreeG[entry]
+}
+
+type snapshotTombstone struct {
+	name string
+	id   uint64
+}
+
+type snapshotMeta struct {
+	key   string
+	entry metaEntry
 }
 
 // Persist streams the snapshot to sink and closes it, or cancels it on error.
@@ -75,7 +104,7 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 
 // Release drops the clones; their nodes are freed once the live trees have
 // replaced them.
-func (s *snapshot) Release() { s.regions = nil }
+func (s *snapshot) Release() { s.regions, s.meta = nil, nil }
 
 // writeTo writes the snapshot stream to w.
 func (s *snapshot) writeTo(w io.Writer) error {
@@ -89,12 +118,24 @@ func (s *snapshot) writeTo(w io.Writer) error {
 		sw.w.WriteByte(tagRegion)
 		sw.string(r.name)
 		sw.string(string(r.kind))
+		sw.uvarint(r.id)
 		sw.uvarint(uint64(r.entries.Len()))
 		r.entries.Ascend(func(e entry) bool {
 			sw.string(e.key)
 			sw.bytes(e.value)
 			return true
 		})
+	}
+	for _, t := range s.tombstones {
+		sw.w.WriteByte(tagTombstone)
+		sw.string(t.name)
+		sw.uvarint(t.id)
+	}
+	for _, m := range s.meta {
+		sw.w.WriteByte(tagMeta)
+		sw.string(m.key)
+		sw.uvarint(m.entry.version)
+		sw.bytes(m.entry.value)
 	}
 	sw.w.WriteByte(tagEnd)
 	// Flush so the checksum covers every byte before the trailer.

@@ -130,7 +130,7 @@ func TestRestoreRejectsBadStructure(t *testing.T) {
 			if err := tc.s.writeTo(&buf); err != nil {
 				t.Fatal(err)
 			}
-			err := restore(New(), buf.Bytes())
+			err := restore(New(Options{}), buf.Bytes())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Restore = %v, want an error mentioning %q", err, tc.want)
 			}
@@ -167,7 +167,7 @@ func TestPersistIsCopyOnWrite(t *testing.T) {
 	if err := snap.Persist(sink); err != nil {
 		t.Fatal(err)
 	}
-	f := New()
+	f := New(Options{})
 	if err := restore(f, sink.buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
@@ -207,12 +207,11 @@ const goldenSnapshotDump = "empty(REPLICATE)\n" +
 	"orders(REPLICATE) 1={\"gen\":1} 2={} a=" + orderValue + " b={\"n\":3} ключ={}\n" +
 	"parts(PARTITION) 日本/🙂={\"x\":[1,2.5,null]}\n"
 
-// TestSnapshotGolden pins the snapshot format: a snapshot written by this
-// version must restore in every later one.
+// TestSnapshotGolden pins the snapshot formats: a snapshot written by any
+// version must restore in every later one. Version 1 is no longer written,
+// only read.
 func TestSnapshotGolden(t *testing.T) {
-	golden(t, "snapshot-v1.bin", persist(t, goldenSnapshotNode(t).f))
-
-	f := New()
+	f := New(Options{})
 	if err := restore(f, readGolden(t, "snapshot-v1.bin")); err != nil {
 		t.Fatalf("Restore(snapshot-v1.bin): %v", err)
 	}
@@ -229,3 +228,44 @@ func TestSnapshotGolden(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// goldenSnapshotV2Node is the fixed state behind snapshot-v2.bin: the v1
+// golden state plus what version 2 adds (region IDs, a partition region
+// with an ID, tombstones, metadata).
+func goldenSnapshotV2Node(t *testing.T) *node {
+	t.Helper()
+	n := goldenSnapshotNode(t)
+	n.must(Command{Op: OpPut, Region: "pr", RegionID: 77, Entries: entries("x", `{"p":1}`)})
+	n.must(Command{Op: OpDestroyRegion, Region: "gone", RegionID: 12})
+	n.must(Command{Op: OpSetMeta, MetaKey: "partition/table", MetaValue: []byte(`{"t":1}`)})
+	n.must(Command{Op: OpSetMeta, MetaKey: "a/first", MetaValue: []byte(`x`)})
+	return n
+}
+
+func TestSnapshotGoldenV2(t *testing.T) {
+	src := goldenSnapshotV2Node(t)
+	golden(t, "snapshot-v2.bin", persist(t, src.f))
+
+	f := New(Options{})
+	if err := restore(f, readGolden(t, "snapshot-v2.bin")); err != nil {
+		t.Fatalf("Restore(snapshot-v2.bin): %v", err)
+	}
+	if got, want := dump(t, f), dump(t, src.f); got != want {
+		t.Errorf("restored v2 golden state:\n%s\nwant:\n%s", got, want)
+	}
+	for _, name := range []string{"orders", "parts", "pr"} {
+		got, _ := f.RegionID(name)
+		want, _ := src.f.RegionID(name)
+		if got != want || got == 0 {
+			t.Errorf("RegionID(%s) after restore = %d, want %d (non-zero)", name, got, want)
+		}
+	}
+	if v, ver, ok := f.Meta("partition/table"); !ok || string(v) != `{"t":1}` || ver == 0 {
+		t.Errorf("Meta after restore = %s, %d, %v", v, ver, ok)
+	}
+	// The tombstone survived: a late command for the destroyed ID is refused.
+	n := &node{t: t, f: f, index: src.index}
+	if res := n.apply(Command{Op: OpPut, Region: "gone", RegionID: 12, Entries: entries("k", "{}")}); !errors.Is(res.Err, region.ErrRegionNotFound) {
+		t.Errorf("late write after restore: %v, want ErrRegionNotFound", res.Err)
+	}
+}

@@ -17,6 +17,15 @@ const btreeDegree = 32
 // FSM's write lock; Restore builds a fresh one and swaps it in whole.
 type state struct {
 	regions map[string]*regionState
+	// tombstones: per region name, the highest region ID destroyed in this
+	// partition group. A command with that ID or a lower one is refused, so
+	// a late command never resurrects a destroyed region.
+	tombstones map[string]uint64
+	// meta is versioned metadata (group 0: the partition table).
+	meta map[string]metaEntry
+	// keyFilter, when set, restricts generated keys (see Options). It is
+	// configuration, not state: not in snapshots, set again by Restore.
+	keyFilter func(string) bool
 	// lastKey is the last number handed out as a generated key. It is one
 	// counter for the whole group, so generated keys never repeat across
 	// regions, and it travels in snapshots so every replica continues it.
@@ -25,6 +34,9 @@ type state struct {
 
 // regionState is one region: its kind and its entries in key order.
 type regionState struct {
+	// id is the region's ID: the log index of its creation in group 0 (in
+	// group 0 itself, the index of the create command here).
+	id      uint64
 	kind    region.Kind
 	entries *btree.BTreeG[entry]
 }
@@ -38,12 +50,23 @@ type entry struct {
 
 func entryLess(a, b entry) bool { return a.key < b.key }
 
-func newState() *state {
-	return &state{regions: make(map[string]*regionState)}
+// metaEntry is one metadata value and its version (the log index of the
+// entry that wrote it).
+type metaEntry struct {
+	value   []byte
+	version uint64
 }
 
-func newRegionState(kind region.Kind) *regionState {
-	return &regionState{kind: kind, entries: newEntries()}
+func newState() *state {
+	return &state{
+		regions:    make(map[string]*regionState),
+		tombstones: make(map[string]uint64),
+		meta:       make(map[string]metaEntry),
+	}
+}
+
+func newRegionState(kind region.Kind, id uint64) *regionState {
+	return &regionState{id: id, kind: kind, entries: newEntries()}
 }
 
 func newEntries() *btree.BTreeG[entry] { return btree.NewG(btreeDegree, entryLess) }
@@ -68,7 +91,7 @@ func (s *state) nextKey(r *regionState) string {
 	for {
 		s.lastKey++
 		k := strconv.FormatUint(s.lastKey, 10)
-		if !r.has(k) {
+		if (s.keyFilter == nil || s.keyFilter(k)) && !r.has(k) {
 			return k
 		}
 	}
@@ -85,6 +108,50 @@ func (s *state) region(name string) (*regionState, error) {
 	r, ok := s.regions[name]
 	if !ok {
 		return nil, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
+	}
+	return r, nil
+}
+
+// target returns the region a write command acts on. id 0 is group 0's
+// world: the region must be defined here. A non-zero id is a partition
+// group's: the region is created on first use of a new ID (dropping an
+// older incarnation's entries), and refused when the ID was destroyed or a
+// newer incarnation already lives here.
+func (s *state) target(name string, id uint64) (*regionState, error) {
+	if id == 0 {
+		return s.region(name)
+	}
+	if dead := s.tombstones[name]; dead >= id {
+		return nil, fmt.Errorf("region %q (id %d) was destroyed: %w", name, id, region.ErrRegionNotFound)
+	}
+	r, ok := s.regions[name]
+	switch {
+	case ok && r.id == id:
+		return r, nil
+	case ok && r.id > id:
+		return nil, fmt.Errorf("region %q: id %d is older than the one here (%d): %w", name, id, r.id, region.ErrRegionNotFound)
+	}
+	r = newRegionState(region.Partition, id)
+	s.regions[name] = r
+	return r, nil
+}
+
+// view returns the region a read sees: as target, but without creating
+// anything. A nil region with a nil error is an empty region: defined in
+// group 0, no entry of it in this group yet.
+func (s *state) view(name string, id uint64) (*regionState, error) {
+	if id == 0 {
+		return s.region(name)
+	}
+	if dead := s.tombstones[name]; dead >= id {
+		return nil, fmt.Errorf("region %q (id %d) was destroyed: %w", name, id, region.ErrRegionNotFound)
+	}
+	r, ok := s.regions[name]
+	switch {
+	case !ok || r.id < id:
+		return nil, nil
+	case r.id > id:
+		return nil, fmt.Errorf("region %q: id %d is older than the one here (%d): %w", name, id, r.id, region.ErrRegionNotFound)
 	}
 	return r, nil
 }

@@ -46,3 +46,34 @@ func (s *Server) mgmtCluster(c echo.Context) error {
 	}
 	return writeDoc(c, http.StatusOK, view)
 }
+
+// mgmtPartitions is GET /management/v1/partitions: the partition table
+// (group, buckets, members) and each group's leader and applied index.
+func (s *Server) mgmtPartitions(c echo.Context) error {
+	if s.cluster == nil {
+		return echo.ErrNotFound
+	}
+	view, err := s.cluster.PartitionsView(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	if view.Groups == nil {
+		view.Groups = []PartitionView{}
+	}
+	for i := range view.Groups {
+		g := &view.Groups[i]
+		g.Buckets = nonNil(g.Buckets)
+		g.Members = nonNil(g.Members)
+		g.Voters = nonNil(g.Voters)
+		g.NonVoters = nonNil(g.NonVoters)
+	}
+	return writeDoc(c, http.StatusOK, view)
+}
+
+// nonNil makes an absent list encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

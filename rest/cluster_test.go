@@ -48,13 +48,17 @@ func TestServersEmpty(t *testing.T) {
 	}
 }
 
-// fixedCluster is a ClusterInfo with a fixed answer.
+// fixedCluster is a ClusterInfo with fixed answers.
 type fixedCluster struct {
-	view ClusterView
-	err  error
+	view  ClusterView
+	parts PartitionsView
+	err   error
 }
 
 func (f fixedCluster) ClusterView(context.Context) (ClusterView, error) { return f.view, f.err }
+func (f fixedCluster) PartitionsView(context.Context) (PartitionsView, error) {
+	return f.parts, f.err
+}
 
 func TestClusterView(t *testing.T) {
 	view := ClusterView{Leader: "n0", Members: []MemberView{
@@ -76,4 +80,21 @@ func TestClusterView(t *testing.T) {
 	// Without a ClusterInfo the endpoint does not exist.
 	plain := newTestServer(t)
 	fails(404, "/management/v1/cluster").check(t, plain, plain.do(t, "GET", "/management/v1/cluster", "", ""))
+}
+
+func TestPartitionsView(t *testing.T) {
+	parts := PartitionsView{PartitionGroups: 2, ReplicationFactor: 3, Buckets: 113, Groups: []PartitionView{
+		{Group: 1, Buckets: []int{0, 2}, Members: []string{"a", "b"}, Leader: "a", AppliedIndex: 7, Voters: []string{"a", "b"}},
+		{Group: 2, Buckets: []int{1}, Members: []string{"b"}},
+	}}
+	st := newTestStore(t)
+	srv := httptest.NewServer(New(Config{}, st, nil, fixedCluster{parts: parts}).Handler())
+	t.Cleanup(srv.Close)
+	ts := &testServer{base: srv.URL, store: st}
+	ok(`{"partitionGroups":2,"replicationFactor":3,"buckets":113,"groups":[`+
+		`{"group":1,"buckets":[0,2],"members":["a","b"],"leader":"a","appliedIndex":7,"voters":["a","b"],"nonVoters":[]},`+
+		`{"group":2,"buckets":[1],"members":["b"],"leader":"","appliedIndex":0,"voters":[],"nonVoters":[]}]}`, nil).
+		check(t, ts, ts.do(t, "GET", "/management/v1/partitions", "", ""))
+	plain := newTestServer(t)
+	fails(404, "/management/v1/partitions").check(t, plain, plain.do(t, "GET", "/management/v1/partitions", "", ""))
 }

@@ -53,6 +53,7 @@ func (s *Server) routes() {
 
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
+	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
 }
 
 // handle registers h for method and path and remembers the method for the

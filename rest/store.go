@@ -33,9 +33,35 @@ type Members interface {
 	RESTURLs() []string
 }
 
-// ClusterInfo describes the cluster for operators, GET /management/v1/cluster.
+// ClusterInfo describes the cluster for operators: GET
+// /management/v1/cluster and GET /management/v1/partitions.
 type ClusterInfo interface {
 	ClusterView(ctx context.Context) (ClusterView, error)
+	PartitionsView(ctx context.Context) (PartitionsView, error)
+}
+
+// PartitionsView is the answer of GET /management/v1/partitions: the
+// partition table, and what each group's leader reports.
+type PartitionsView struct {
+	PartitionGroups   int             `json:"partitionGroups"`
+	ReplicationFactor int             `json:"replicationFactor"`
+	Buckets           int             `json:"buckets"`
+	Groups            []PartitionView `json:"groups"`
+}
+
+// PartitionView is one partition group.
+type PartitionView struct {
+	Group   uint64 `json:"group"`
+	Buckets []int  `json:"buckets"`
+	// Members host the group according to the table; the first is the
+	// preferred leader.
+	Members []string `json:"members"`
+	// Leader, AppliedIndex, Voters and NonVoters are the leader's report;
+	// empty when no member answered.
+	Leader       string   `json:"leader"`
+	AppliedIndex uint64   `json:"appliedIndex"`
+	Voters       []string `json:"voters"`
+	NonVoters    []string `json:"nonVoters"`
 }
 
 // ClusterView is the answer of GET /management/v1/cluster: who leads the

@@ -116,7 +116,7 @@ var _ net.Addr = stringAddr("")
 
 // openGroup opens (or creates) the group's stores under dir and starts its
 // Raft instance. It does not bootstrap.
-func openGroup(gid uint64, dir, localID string, layer *raftLayer, rc RaftConfig, logger *slog.Logger) (*group, error) {
+func openGroup(gid uint64, dir, localID string, layer *raftLayer, rc RaftConfig, logger *slog.Logger, fo fsm.Options) (*group, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft group %d: create %s: %w", gid, dir, err)
 	}
@@ -167,7 +167,7 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, rc RaftConfig,
 	// shutting its Raft down for good.
 	cfg.ShutdownOnRemove = false
 
-	f := fsm.New()
+	f := fsm.New(fo)
 	r, err := raft.NewRaft(cfg, f, logs, logs, snaps, trans)
 	if err != nil {
 		_ = trans.Close()

@@ -94,6 +94,7 @@ type testNode struct {
 }
 
 type testCluster struct {
+	mu     sync.Mutex // guards nodes against readers in other goroutines
 	t      testing.TB
 	world  *world
 	nodes  map[string]*testNode
@@ -125,11 +126,13 @@ func testLogger(t testing.TB, name string) *slog.Logger {
 // it alive in the gossip view.
 func (tc *testCluster) start(name string) *testNode {
 	tc.t.Helper()
+	tc.mu.Lock()
 	n := tc.nodes[name]
 	if n == nil {
 		n = &testNode{name: name, dir: filepath.Join(tc.t.TempDir(), name)}
 		tc.nodes[name] = n
 	}
+	tc.mu.Unlock()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tc.t.Fatalf("listen: %v", err)
@@ -162,7 +165,9 @@ func (tc *testCluster) start(name string) *testNode {
 	if err != nil {
 		tc.t.Fatalf("start %s: %v", name, err)
 	}
+	tc.mu.Lock()
 	n.Store = s
+	tc.mu.Unlock()
 	s.Start()
 	tc.world.set(cluster.Member{Name: name, Meta: cluster.Meta{InternalAddr: n.addr, BootstrapExpect: tc.expect}, Status: cluster.StatusAlive})
 	return n
@@ -171,11 +176,14 @@ func (tc *testCluster) start(name string) *testNode {
 // crash stops a node without leaving (as a kill would), and marks it failed.
 func (tc *testCluster) crash(name string) {
 	tc.t.Helper()
+	tc.mu.Lock()
 	n := tc.nodes[name]
-	if err := n.Close(); err != nil {
+	st := n.Store
+	n.Store = nil
+	tc.mu.Unlock()
+	if err := st.Close(); err != nil {
 		tc.t.Logf("close %s: %v", name, err)
 	}
-	n.Store = nil
 	tc.world.setStatus(name, cluster.StatusFailed)
 }
 

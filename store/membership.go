@@ -53,6 +53,7 @@ func (s *Store) runMembership() {
 		s.maybeBootstrap(st)
 		if g := s.control(); g != nil && g.isLeader() {
 			s.reconcile(st, g)
+			s.place(g)
 		}
 		select {
 		case <-s.stop:

@@ -13,27 +13,32 @@ import (
 // errClosed is returned once the store has been closed.
 var errClosed = fmt.Errorf("%w: this node is shutting down", region.ErrNoLeader)
 
-// apply replicates cmd through the control group and returns the state
-// machine's result. The answer comes only after the entry is committed on a
-// quorum and applied on the leader. Refusals decided by the state machine
-// (key exists, CAS mismatch, ...) come back as res.Err.
-//
-// Any node may call apply: a follower forwards the encoded command to the
-// leader. Failures that certainly did not append the entry (no leader, not
-// the leader, leader unreachable) are retried until a leader answers,
-// LeaderWait passes or ctx ends; any other failure is returned as is, and an
-// unknown outcome is reported as region.ErrIndeterminate, never retried, so a
-// put-if-absent or CAS is never applied twice by us.
+// apply replicates cmd through the control group; see applyTo.
 func (s *Store) apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
-	g := s.control()
-	if g == nil {
+	return s.applyTo(ctx, controlGroup, cmd)
+}
+
+// applyTo replicates cmd through group gid and returns the state machine's
+// result. The answer comes only after the entry is committed on a quorum of
+// the group and applied on its leader. Refusals decided by the state machine
+// (key exists, CAS mismatch, ...) come back as the error, with the result.
+//
+// Any node may call applyTo. A node hosting the group forwards the encoded
+// command to the group's leader; a node that does not host it hands it to a
+// member that does, which forwards it once more if it is not the leader.
+// Failures that certainly did not append the entry (no leader, not the
+// leader, unreachable) are retried until a leader answers, LeaderWait passes
+// or ctx ends; an unknown outcome is reported as region.ErrIndeterminate and
+// never retried, so a put-if-absent or CAS is never applied twice by us.
+func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm.Result, error) {
+	if s.closed() {
 		return nil, errClosed
 	}
 	data := cmd.Encode(nil)
 	var last error
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		res, err := s.applyOnce(ctx, g, data)
+		res, err := s.applyOnce(ctx, gid, attempt, data)
 		if err == nil {
 			return res, res.Err
 		}
@@ -44,13 +49,21 @@ func (s *Store) apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if err := s.pause(ctx, g, attempt, since, last); err != nil {
+		if err := s.pause(ctx, s.localFor(gid), attempt, since, last); err != nil {
 			return nil, fmt.Errorf("%v on region %q: %w", cmd.Op, cmd.Region, err)
 		}
 	}
 }
 
-func (s *Store) applyOnce(ctx context.Context, g *group, data []byte) (*fsm.Result, error) {
+func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*fsm.Result, error) {
+	g := s.localFor(gid)
+	if g == nil {
+		addr, err := s.hostFor(gid, attempt)
+		if err != nil {
+			return nil, err
+		}
+		return s.client.apply(ctx, addr, gid, data, true)
+	}
 	if g.isLeader() {
 		return s.applyLocal(ctx, g, data)
 	}
@@ -62,7 +75,7 @@ func (s *Store) applyOnce(ctx context.Context, g *group, data []byte) (*fsm.Resu
 		// Raft still names us but we are no longer leader: wait for news.
 		return nil, fmt.Errorf("group %d: %w", g.id, region.ErrNotLeader)
 	}
-	return s.client.apply(ctx, addr, g.id, data)
+	return s.client.apply(ctx, addr, g.id, data, false)
 }
 
 // applyLocal appends data on this node, which must be the leader.
@@ -92,40 +105,53 @@ func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Res
 	return res, nil
 }
 
-// readGroup returns the control group once a read at consistency c may be
-// served from this node's copy of it.
-func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*group, error) {
-	g := s.control()
-	if g == nil {
-		return nil, errClosed
-	}
+// localRead returns the local group gid once a read at consistency c may be
+// served from this node's copy of it: at once for a stale read, after the
+// read barrier for a linearizable one.
+//
+// catchUp bounds how long a follower waits for its state machine to reach
+// the leader's read index (0: as long as ctx allows); past it the read fails
+// with errLagging, so that a caller with another replica to ask moves on.
+func (s *Store) localRead(ctx context.Context, g *group, c region.Consistency, catchUp time.Duration) error {
 	if c == region.Stale {
-		return g, nil
+		return nil
 	}
 	var last error
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		err := s.readBarrier(ctx, g)
+		err := s.readBarrier(ctx, g, catchUp)
 		if err == nil {
-			return g, nil
+			return nil
 		}
-		if !retryableRead(err) {
-			return nil, fmt.Errorf("linearizable read: %w", err)
+		if errors.Is(err, errLagging) || !retryableRead(err) {
+			return fmt.Errorf("linearizable read: %w", err)
 		}
 		last = err
 		if since.IsZero() {
 			since = time.Now()
 		}
 		if err := s.pause(ctx, g, attempt, since, last); err != nil {
-			return nil, fmt.Errorf("linearizable read: %w", err)
+			return fmt.Errorf("linearizable read: %w", err)
 		}
 	}
+}
+
+// readGroup returns the control group, ready for a read at consistency c.
+func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*group, error) {
+	g := s.control()
+	if g == nil {
+		return nil, errClosed
+	}
+	if err := s.localRead(ctx, g, c, 0); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // readBarrier makes this node's FSM reflect every write acknowledged before
 // the call: on the leader by a read-index round, on a follower by asking
 // the leader for the read index and waiting until the local FSM applied it.
-func (s *Store) readBarrier(ctx context.Context, g *group) error {
+func (s *Store) readBarrier(ctx context.Context, g *group, catchUp time.Duration) error {
 	if g.isLeader() {
 		_, err := g.reads.readIndex(ctx)
 		return err
@@ -141,15 +167,33 @@ func (s *Store) readBarrier(ctx context.Context, g *group) error {
 	if err != nil {
 		return err
 	}
-	if err := g.fsm.WaitApplied(ctx, idx); err != nil {
+	wctx := ctx
+	if catchUp > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, catchUp)
+		defer cancel()
+	}
+	if err := g.fsm.WaitApplied(wctx, idx); err != nil {
+		if ctx.Err() == nil {
+			return fmt.Errorf("group %d: applied %d, read index %d: %w", g.id, g.fsm.AppliedIndex(), idx, errLagging)
+		}
 		return ctxErr(ctx, fmt.Sprintf("catch up to read index %d", idx), err)
 	}
 	return nil
 }
 
-// pause waits before a retry: until the group's leader changes, a short
-// backoff passes, or gives up when ctx ends or LeaderWait has passed since
-// the first failure.
+// errLagging: this replica did not reach the read index in time (it is
+// catching up, or it was removed from the group and is no longer fed).
+// It wraps errNotHosted, so a remote caller tries another member.
+var errLagging = fmt.Errorf("replica is lagging: %w", errNotHosted)
+
+// catchUpWait is how long a partition replica may take to reach a read
+// index before the read goes to another member.
+const catchUpWait = time.Second
+
+// pause waits before a retry: until the group's leader changes (when it is
+// hosted here), a short backoff passes, or gives up when ctx ends or
+// LeaderWait has passed since the first failure.
 func (s *Store) pause(ctx context.Context, g *group, attempt int, since time.Time, last error) error {
 	left := s.cfg.LeaderWait - time.Since(since)
 	if left <= 0 {
@@ -161,8 +205,12 @@ func (s *Store) pause(ctx context.Context, g *group, attempt int, since time.Tim
 	backoff := min(5*time.Millisecond<<min(attempt, 6), 250*time.Millisecond, left)
 	t := time.NewTimer(backoff)
 	defer t.Stop()
+	var changed <-chan struct{}
+	if g != nil {
+		changed = g.leaderChanged()
+	}
 	select {
-	case <-g.leaderChanged():
+	case <-changed:
 	case <-t.C:
 	case <-ctx.Done():
 		return ctxErr(ctx, "wait for a leader", last)
@@ -170,4 +218,13 @@ func (s *Store) pause(ctx context.Context, g *group, attempt int, since time.Tim
 		return errClosed
 	}
 	return nil
+}
+
+func (s *Store) closed() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
 }

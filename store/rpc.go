@@ -25,20 +25,24 @@ import (
 // package fsm, so forwarding adds no re-encoding.
 //
 //	POST /v1/groups/{gid}/apply      body: encoded fsm.Command → encoded fsm.Result
+//	POST /v1/groups/{gid}/read       body: JSON readReq → JSON readResp
 //	POST /v1/groups/{gid}/readindex  → uvarint read index (leader only)
 //	POST /v1/groups/{gid}/leave?id=  → the leader removes server id from the group
-//	GET  /v1/status                  → JSON nodeStatus
+//	GET  /v1/status                  → JSON NodeStatus
+//
+// An apply goes to the group's leader, except from a node that does not host
+// the group: it marks the request Kv-Forward and the receiving member hands
+// it to its leader, once (the second hop is never marked, so no loops).
 //
 // A request the receiver cannot serve carries its reason in the Kv-Error
-// header, so the sender can tell "not the leader, retry" from "outcome unknown".
+// header, so the sender can tell "not the leader, retry" from "outcome
+// unknown", and region sentinels survive the hop.
 const (
 	hdrError   = "Kv-Error"
 	hdrTimeout = "Kv-Timeout-Ms"
+	hdrForward = "Kv-Forward"
 
-	errCodeNotLeader     = "not-leader"
-	errCodeNoLeader      = "no-leader"
-	errCodeIndeterminate = "indeterminate"
-	errCodeOther         = "error"
+	errCodeOther = "error"
 
 	maxRPCBody    = 64 << 20
 	maxRPCTimeout = 60 * time.Second
@@ -54,6 +58,7 @@ func newRPCServer(s *Store) *rpcServer {
 	mux := http.NewServeMux()
 	r := &rpcServer{s: s}
 	mux.HandleFunc("POST /v1/groups/{gid}/apply", r.apply)
+	mux.HandleFunc("POST /v1/groups/{gid}/read", r.read)
 	mux.HandleFunc("POST /v1/groups/{gid}/readindex", r.readIndex)
 	mux.HandleFunc("POST /v1/groups/{gid}/leave", r.leave)
 	mux.HandleFunc("GET /v1/status", r.status)
@@ -83,7 +88,7 @@ func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*group, boo
 	}
 	g := r.s.groupByID(gid)
 	if g == nil {
-		writeRPCError(w, fmt.Errorf("raft group %d is not hosted on %s", gid, r.s.name))
+		writeRPCError(w, fmt.Errorf("raft group %d on %s: %w", gid, r.s.name, errNotHosted))
 		return nil, false
 	}
 	return g, true
@@ -101,19 +106,62 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 		writeRPCError(w, fmt.Errorf("read command: %w", err))
 		return
 	}
-	// Only the leader applies; never forward again (no forwarding loops):
-	// the sender retries against the leader it learns about.
-	if !g.isLeader() {
-		writeRPCError(w, fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.id, region.ErrNotLeader))
-		return
+	var res *fsm.Result
+	switch {
+	case g.isLeader():
+		res, err = r.s.applyLocal(ctx, g, data)
+	case req.Header.Get(hdrForward) != "":
+		// From a node that does not host the group: one more hop, to our
+		// leader, and not further.
+		id, addr := g.leader()
+		if id == "" || id == r.s.name {
+			err = fmt.Errorf("group %d on %s: %w", g.id, r.s.name, region.ErrNoLeader)
+		} else {
+			res, err = r.s.client.apply(ctx, addr, g.id, data, false)
+		}
+	default:
+		// The sender retries against the leader it learns about.
+		err = fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.id, region.ErrNotLeader)
 	}
-	res, err := r.s.applyLocal(ctx, g, data)
 	if err != nil {
 		writeRPCError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(fsm.EncodeResult(nil, res))
+}
+
+func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
+	g, ok := r.group(w, req)
+	if !ok {
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	var rr readReq
+	if err := json.NewDecoder(io.LimitReader(req.Body, maxRPCBody)).Decode(&rr); err != nil {
+		writeRPCError(w, fmt.Errorf("%w: read request: %v", region.ErrInvalid, err))
+		return
+	}
+	c := region.Linearizable
+	if rr.Stale {
+		c = region.Stale
+	}
+	if r.s.localFor(g.id) == nil {
+		writeRPCError(w, fmt.Errorf("group %d on %s is moving away: %w", g.id, r.s.name, errNotHosted))
+		return
+	}
+	if err := r.s.localRead(ctx, g, c, catchUpWait); err != nil {
+		writeRPCError(w, err)
+		return
+	}
+	resp, err := execRead(g.fsm, rr)
+	if err != nil {
+		writeRPCError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
 }
 
 func (r *rpcServer) readIndex(w http.ResponseWriter, req *http.Request) {
@@ -154,15 +202,31 @@ func (r *rpcServer) status(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(r.s.Status())
 }
 
+// rpcErrors are the sentinels that keep their identity across an RPC, in
+// the order they are checked.
+var rpcErrors = []struct {
+	code string
+	err  error
+}{
+	{"not-leader", region.ErrNotLeader},
+	{"no-leader", region.ErrNoLeader},
+	{"indeterminate", region.ErrIndeterminate},
+	{"not-hosted", errNotHosted},
+	{"region-not-found", region.ErrRegionNotFound},
+	{"invalid", region.ErrInvalid},
+}
+
+// errNotHosted: the receiver does not host the group (it moved); the
+// sender tries another member.
+var errNotHosted = fmt.Errorf("%w: group not hosted here", region.ErrNotLeader)
+
 func writeRPCError(w http.ResponseWriter, err error) {
 	code := errCodeOther
-	switch {
-	case errors.Is(err, region.ErrNotLeader):
-		code = errCodeNotLeader
-	case errors.Is(err, region.ErrNoLeader):
-		code = errCodeNoLeader
-	case errors.Is(err, region.ErrIndeterminate):
-		code = errCodeIndeterminate
+	for _, e := range rpcErrors {
+		if errors.Is(err, e.err) {
+			code = e.code
+			break
+		}
 	}
 	w.Header().Set(hdrError, code)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -194,6 +258,10 @@ func (c *rpcClient) close() {
 
 // call performs one RPC and returns the response body of a 200.
 func (c *rpcClient) call(ctx context.Context, method, addr, path string, body []byte) ([]byte, error) {
+	return c.callWith(ctx, method, addr, path, body, nil)
+}
+
+func (c *rpcClient) callWith(ctx context.Context, method, addr, path string, body []byte, hdr http.Header) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -201,6 +269,9 @@ func (c *rpcClient) call(ctx context.Context, method, addr, path string, body []
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("rpc %s %s: %w", method, path, err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		req.Header.Set(hdrTimeout, strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
@@ -221,16 +292,25 @@ func (c *rpcClient) call(ctx context.Context, method, addr, path string, body []
 		return data, nil
 	}
 	msg := string(data)
-	switch resp.Header.Get(hdrError) {
-	case errCodeNotLeader:
-		return nil, fmt.Errorf("%w (from %s: %s)", region.ErrNotLeader, addr, msg)
-	case errCodeNoLeader:
-		return nil, fmt.Errorf("%w (from %s: %s)", region.ErrNoLeader, addr, msg)
-	case errCodeIndeterminate:
-		return nil, fmt.Errorf("%w (from %s: %s)", region.ErrIndeterminate, addr, msg)
+	code := resp.Header.Get(hdrError)
+	for _, e := range rpcErrors {
+		if e.code == code {
+			return nil, &remoteError{sentinel: e.err, addr: addr, msg: msg}
+		}
 	}
 	return nil, fmt.Errorf("rpc to %s %s: status %d: %s", addr, path, resp.StatusCode, msg)
 }
+
+// remoteError is a refusal from another node: its message, matching the
+// sentinel it was sent with.
+type remoteError struct {
+	sentinel error
+	addr     string
+	msg      string
+}
+
+func (e *remoteError) Error() string { return e.msg + " (from " + e.addr + ")" }
+func (e *remoteError) Unwrap() error { return e.sentinel }
 
 // isDialError reports whether err happened while connecting, before any of
 // the request was written.
@@ -239,21 +319,46 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func (c *rpcClient) apply(ctx context.Context, addr string, gid uint64, cmd []byte) (*fsm.Result, error) {
-	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/apply", cmd)
+// apply sends an encoded command to addr; forward lets the receiver hand it
+// on to its leader once (the sender does not host the group).
+func (c *rpcClient) apply(ctx context.Context, addr string, gid uint64, cmd []byte, forward bool) (*fsm.Result, error) {
+	var hdr http.Header
+	if forward {
+		hdr = http.Header{hdrForward: {"1"}}
+	}
+	data, err := c.callWith(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/apply", cmd, hdr)
 	if err != nil {
-		// A request that reached the leader but got no answer may have been
-		// applied: only dial failures and explicit refusals are retry-safe.
-		if !retryableWrite(err) && !errors.Is(err, region.ErrIndeterminate) {
-			return nil, fmt.Errorf("%w: forwarding to the leader at %s failed: %v", region.ErrIndeterminate, addr, err)
+		// An explicit refusal says what happened (its sentinel travels), and
+		// a dial failure sent nothing; but a request that reached the other
+		// node and got no answer may have been applied: outcome unknown.
+		var re *remoteError
+		if errors.As(err, &re) || errors.Is(err, errUnreachable) {
+			return nil, err
 		}
-		return nil, err
+		return nil, fmt.Errorf("%w: forwarding to %s failed: %v", region.ErrIndeterminate, addr, err)
 	}
 	res, err := fsm.DecodeResult(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode result from %s: %w", addr, err)
 	}
 	return res, nil
+}
+
+func (c *rpcClient) read(ctx context.Context, addr string, gid uint64, rr readReq) (readResp, error) {
+	body, err := json.Marshal(rr)
+	if err != nil {
+		return readResp{}, err
+	}
+	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/read", body)
+	if err != nil {
+		return readResp{}, err
+	}
+	var resp readResp
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return readResp{}, fmt.Errorf("read from %s: %w", addr, err)
+	}
+	nullToNil(resp.Values)
+	return resp, nil
 }
 
 func (c *rpcClient) readIndex(ctx context.Context, addr string, gid uint64) (uint64, error) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,13 +11,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/fsm"
 )
 
 // Membership is the gossip view the store reads: who is alive, where their
@@ -63,7 +67,12 @@ type Config struct {
 	// LeaderWait bounds how long a request waits for a group to have a
 	// leader before it is answered "no leader" (default 5s).
 	LeaderWait time.Duration
-	Logger     *slog.Logger
+	// PartitionGroups (P) and ReplicationFactor (RF) shape the partition
+	// table when this node's control group creates it; afterwards the
+	// table's values rule (defaults 4 and 3).
+	PartitionGroups   int
+	ReplicationFactor int
+	Logger            *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -84,6 +93,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.LeaderWait == 0 {
 		c.LeaderWait = 5 * time.Second
+	}
+	if c.PartitionGroups == 0 {
+		c.PartitionGroups = 4
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = 3
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -118,6 +133,9 @@ type Store struct {
 
 	mu     sync.RWMutex
 	groups map[uint64]*group
+
+	// rr spreads generated keys of partitioned regions over groups.
+	rr atomic.Uint64
 
 	started   time.Time
 	stopOnce  sync.Once
@@ -164,12 +182,16 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	layer := &raftLayer{chanListener: ln, gid: controlGroup, dialer: s.dialer}
-	g, err := openGroup(controlGroup, filepath.Join(cfg.DataDir, "raft", "g0"), cfg.NodeName, layer, cfg.Raft, cfg.Logger)
+	g, err := openGroup(controlGroup, s.groupDir(controlGroup), cfg.NodeName, layer, cfg.Raft, cfg.Logger, fsm.Options{})
 	if err != nil {
 		_ = s.mux.close()
 		return nil, err
 	}
 	s.groups[controlGroup] = g
+	if err := s.openExistingPartitions(); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("reopen partition groups: %w", err)
+	}
 	return s, nil
 }
 
@@ -205,7 +227,8 @@ func claimDataDir(dir, name string) error {
 // Start begins serving the internal port and the background loops:
 // bootstrap (when the node has no state) and membership reconciliation.
 func (s *Store) Start() {
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go func() { defer s.wg.Done(); s.runPartitions() }()
 	go func() { defer s.wg.Done(); s.mux.serve() }()
 	go func() {
 		defer s.wg.Done()
@@ -266,6 +289,11 @@ type GroupStatus struct {
 	LastIndex    uint64 `json:"lastIndex"`
 	CommitIndex  uint64 `json:"commitIndex"`
 	HasState     bool   `json:"hasState"`
+	// The latest Raft configuration this node knows, and the index of its
+	// entry: committed once CommitIndex has reached ConfigIndex.
+	Voters      []string `json:"voters"`
+	NonVoters   []string `json:"nonVoters"`
+	ConfigIndex uint64   `json:"configIndex"`
 }
 
 // NodeStatus is what a node tells others (and operators) about itself.
@@ -277,22 +305,51 @@ type NodeStatus struct {
 // Status reports this node's groups.
 func (s *Store) Status() NodeStatus {
 	st := NodeStatus{Name: s.name}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for id, g := range s.groups {
-		leader, _ := g.leader()
-		st.Groups = append(st.Groups, GroupStatus{
-			ID:           id,
-			State:        g.raft.State().String(),
-			Leader:       leader,
-			Term:         g.raft.CurrentTerm(),
-			AppliedIndex: g.fsm.AppliedIndex(),
-			LastIndex:    g.raft.LastIndex(),
-			CommitIndex:  g.raft.CommitIndex(),
-			HasState:     g.hasState(),
-		})
+	for _, g := range s.localGroups() {
+		st.Groups = append(st.Groups, g.status())
 	}
 	return st
+}
+
+// status describes the group as this node sees it.
+func (g *group) status() GroupStatus {
+	leader, _ := g.leader()
+	gs := GroupStatus{
+		ID:           g.id,
+		State:        g.raft.State().String(),
+		Leader:       leader,
+		Term:         g.raft.CurrentTerm(),
+		AppliedIndex: g.fsm.AppliedIndex(),
+		LastIndex:    g.raft.LastIndex(),
+		CommitIndex:  g.raft.CommitIndex(),
+		HasState:     g.hasState(),
+		Voters:       []string{},
+		NonVoters:    []string{},
+	}
+	f := g.raft.GetConfiguration()
+	if f.Error() == nil {
+		gs.ConfigIndex = f.Index()
+		for _, srv := range f.Configuration().Servers {
+			if srv.Suffrage == raft.Voter {
+				gs.Voters = append(gs.Voters, string(srv.ID))
+			} else {
+				gs.NonVoters = append(gs.NonVoters, string(srv.ID))
+			}
+		}
+	}
+	return gs
+}
+
+// localGroups returns the groups hosted here, by id.
+func (s *Store) localGroups() []*group {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*group, 0, len(s.groups))
+	for _, g := range s.groups {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *group) int { return cmp.Compare(a.id, b.id) })
+	return out
 }
 
 // IsLeader reports whether this node leads the control group.

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 )
@@ -56,4 +57,29 @@ func (v clusterView) ClusterView(context.Context) (rest.ClusterView, error) {
 		view.Members = append(view.Members, *mv)
 	}
 	return view, nil
+}
+
+func (v clusterView) PartitionsView(ctx context.Context) (rest.PartitionsView, error) {
+	pt, err := v.store.Partitions(ctx)
+	if err != nil {
+		return rest.PartitionsView{}, err
+	}
+	out := rest.PartitionsView{
+		PartitionGroups:   pt.PartitionGroups,
+		ReplicationFactor: pt.ReplicationFactor,
+		Buckets:           partition.Buckets,
+		Groups:            make([]rest.PartitionView, 0, len(pt.Groups)),
+	}
+	for _, g := range pt.Groups {
+		out.Groups = append(out.Groups, rest.PartitionView{
+			Group:        g.Group,
+			Buckets:      g.Buckets,
+			Members:      g.Members,
+			Leader:       g.Leader,
+			AppliedIndex: g.AppliedIndex,
+			Voters:       g.Voters,
+			NonVoters:    g.NonVoters,
+		})
+	}
+	return out, nil
 }

@@ -119,6 +119,8 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		Raft:              opts.raft,
 		DeadMemberTimeout: cfg.DeadMemberTimeout,
 		PromoteAfter:      opts.promoteAfter,
+		PartitionGroups:   cfg.PartitionGroups,
+		ReplicationFactor: cfg.ReplicationFactor,
 		Logger:            logger.With("component", "store"),
 	})
 	if err != nil {

@@ -1,0 +1,37 @@
+package partition
+
+import (
+	"hash/fnv"
+)
+
+// Buckets is the number of buckets keys hash into, as in Geode.
+const Buckets = 113
+
+// Bucket is fnv64a(key bytes) mod Buckets.
+func Bucket(key string) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum64() % Buckets)
+}
+
+// GroupOf is the partition group of bucket b among groups groups:
+// 1 + b mod groups.
+func GroupOf(bucket, groups int) uint64 {
+	return 1 + uint64(bucket%groups)
+}
+
+// GroupForKey is GroupOf(Bucket(key), groups).
+func GroupForKey(key string, groups int) uint64 {
+	return GroupOf(Bucket(key), groups)
+}
+
+// BucketsOf lists, ascending, the buckets of group id among groups groups.
+func BucketsOf(id uint64, groups int) []int {
+	var out []int
+	for b := 0; b < Buckets; b++ {
+		if GroupOf(b, groups) == id {
+			out = append(out, b)
+		}
+	}
+	return out
+}

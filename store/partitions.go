@@ -1,0 +1,508 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/partition"
+)
+
+// Partition groups: who hosts which group is the partition table in group
+// 0. Three actors converge the cluster to it, each changing only what it
+// owns:
+//
+//   - group 0's leader plans: it edits the table (partition.Plan over the
+//     members of group 0), never a Raft configuration;
+//   - every node opens the groups the table gives it, bootstraps a group it
+//     is the named bootstrapper of, and closes and deletes a group it no
+//     longer hosts once that group's committed configuration no longer has it;
+//   - every partition group's leader converges its own Raft configuration to
+//     the table: it adds new members as non-voters, promotes them once they
+//     have caught up (by snapshot), then removes members the table dropped,
+//     and hands leadership to the table's preferred leader.
+//
+// A replica thus moves as "add, catch up, promote, remove", one Raft
+// membership change at a time, and never leaves a group without a quorum of
+// caught-up voters.
+
+const (
+	// groupDirPrefix names partition group dirs: raft/g<id>.
+	groupDirPrefix = "g"
+	// groupInfoFile records, in a group's dir, the cluster's P, which the
+	// group's state machine needs (to generate keys that hash to the group)
+	// before the partition table can be read after a restart.
+	groupInfoFile = "group.json"
+	// transferEvery limits leadership transfers per group, so that a
+	// preferred leader that cannot take over is not asked again and again.
+	transferEvery = 5 * time.Second
+	// dropCheckEvery limits how often a node asks whether a group it no
+	// longer hosts has removed it.
+	dropCheckEvery = time.Second
+)
+
+type groupInfo struct {
+	ID         uint64 `json:"id"`
+	Partitions int    `json:"partitions"`
+}
+
+func (s *Store) groupDir(gid uint64) string {
+	return filepath.Join(s.cfg.DataDir, "raft", groupDirPrefix+strconv.FormatUint(gid, 10))
+}
+
+// openPartition opens (creating if needed) partition group gid of p groups.
+func (s *Store) openPartition(gid uint64, p int) (*group, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.groups[gid]; g != nil {
+		return g, nil
+	}
+	if s.closed() {
+		return nil, errClosed
+	}
+	dir := s.groupDir(gid)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("partition group %d: %w", gid, err)
+	}
+	info := groupInfo{ID: gid, Partitions: p}
+	path := filepath.Join(dir, groupInfoFile)
+	if data, err := os.ReadFile(path); err == nil {
+		var old groupInfo
+		if err := json.Unmarshal(data, &old); err != nil || old.ID != gid || old.Partitions < 1 {
+			return nil, fmt.Errorf("partition group %d: %s is damaged: %v", gid, path, err)
+		}
+		info = old
+	} else if err := writeFileAtomic(path, mustJSON(info)); err != nil {
+		return nil, fmt.Errorf("partition group %d: %w", gid, err)
+	}
+	ln, err := s.mux.groupListener(gid)
+	if err != nil {
+		return nil, err
+	}
+	layer := &raftLayer{chanListener: ln, gid: gid, dialer: s.dialer}
+	keyFilter := func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }
+	g, err := openGroup(gid, dir, s.name, layer, s.cfg.Raft, s.logger, fsm.Options{KeyFilter: keyFilter})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.groups[gid] = g
+	s.logger.Info("partition group opened", "group", gid)
+	return g, nil
+}
+
+// openExistingPartitions reopens, at start, every partition group that has
+// a dir: the node hosted it before and may still be a member, whatever
+// group 0 (which catches up only once it has a leader) says yet.
+func (s *Store) openExistingPartitions() error {
+	entries, err := os.ReadDir(filepath.Join(s.cfg.DataDir, "raft"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), groupDirPrefix) {
+			continue
+		}
+		gid, err := strconv.ParseUint(strings.TrimPrefix(e.Name(), groupDirPrefix), 10, 64)
+		if err != nil || gid == controlGroup {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(s.groupDir(gid), groupInfoFile))
+		if err != nil {
+			s.logger.Warn("ignoring a partition group dir without group.json", "dir", e.Name(), "error", err)
+			continue
+		}
+		var info groupInfo
+		if err := json.Unmarshal(data, &info); err != nil {
+			return fmt.Errorf("partition group %d: damaged %s: %w", gid, groupInfoFile, err)
+		}
+		if _, err := s.openPartition(gid, info.Partitions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropPartition closes a group this node no longer hosts and deletes its
+// data: the group's committed configuration no longer has this node.
+func (s *Store) dropPartition(g *group) {
+	s.mu.Lock()
+	if s.groups[g.id] != g {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.groups, g.id)
+	s.mu.Unlock()
+	if err := g.close(); err != nil {
+		s.logger.Warn("closing a dropped partition group", "group", g.id, "error", err)
+	}
+	if err := os.RemoveAll(s.groupDir(g.id)); err != nil {
+		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
+	}
+	s.logger.Info("partition group dropped: it moved to other members", "group", g.id)
+}
+
+// partitionState is the memory of runPartitions between rounds.
+type partitionState struct {
+	warnedSettings bool
+	lastTransfer   map[uint64]time.Time
+	lastDropCheck  map[uint64]time.Time
+	nonvoterSince  map[string]time.Time // group/member → first seen caught up
+}
+
+// runPartitions keeps this node's partition groups in line with the table.
+func (s *Store) runPartitions() {
+	sub, unsub := s.cfg.Members.Subscribe()
+	defer unsub()
+	t := time.NewTicker(max(s.cfg.ReconcileInterval/4, 50*time.Millisecond))
+	defer t.Stop()
+	st := &partitionState{
+		lastTransfer:  map[uint64]time.Time{},
+		lastDropCheck: map[uint64]time.Time{},
+		nonvoterSince: map[string]time.Time{},
+	}
+	for {
+		s.syncPartitions(st)
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		case <-sub:
+		}
+	}
+}
+
+func (s *Store) syncPartitions(st *partitionState) {
+	t, _, ok := s.table()
+	if !ok {
+		return
+	}
+	if !st.warnedSettings && (t.P() != s.cfg.PartitionGroups || t.RF != s.cfg.ReplicationFactor) {
+		st.warnedSettings = true
+		s.logger.Warn("the cluster's partition settings differ from this node's flags; using the cluster's",
+			"partition_groups", t.P(), "replication_factor", t.RF,
+			"flag_partition_groups", s.cfg.PartitionGroups, "flag_replication_factor", s.cfg.ReplicationFactor)
+	}
+	members := s.memberMap()
+	for _, pg := range t.Groups {
+		hosted := slices.Contains(pg.Members, s.name)
+		g := s.groupByID(pg.ID)
+		if hosted && g == nil {
+			var err error
+			if g, err = s.openPartition(pg.ID, t.P()); err != nil {
+				s.logger.Warn("cannot open partition group", "group", pg.ID, "error", err)
+				continue
+			}
+		}
+		if g == nil {
+			continue
+		}
+		if !pg.Bootstrapped && pg.Bootstrapper == s.name {
+			s.bootstrapPartition(g, pg, members)
+		}
+		if g.isLeader() {
+			s.reconcileGroup(st, g, pg, members)
+		} else if !hosted {
+			s.maybeDrop(st, g, pg, members)
+		}
+	}
+}
+
+// memberMap is the gossip view by name.
+func (s *Store) memberMap() map[string]cluster.Member {
+	out := map[string]cluster.Member{}
+	for _, m := range s.cfg.Members.Members() {
+		out[m.Name] = m
+	}
+	return out
+}
+
+func alive(members map[string]cluster.Member, name string) (cluster.Member, bool) {
+	m, ok := members[name]
+	return m, ok && m.Status == cluster.StatusAlive && m.InternalAddr != ""
+}
+
+// bootstrapPartition bootstraps a group this node is the named
+// bootstrapper of, with the table's members as voters, then records that in
+// the table. A node that already has state for the group (it crashed after
+// bootstrapping, before recording it) only records it.
+func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[string]cluster.Member) {
+	if !g.hasState() {
+		var conf raft.Configuration
+		for _, name := range pg.Members {
+			addr := s.cfg.Advertise
+			if name != s.name {
+				m, ok := alive(members, name)
+				if !ok {
+					return // wait until every initial member is reachable
+				}
+				addr = m.InternalAddr
+			}
+			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(name), Address: raft.ServerAddress(addr)})
+		}
+		if err := g.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			s.logger.Warn("bootstrapping partition group failed", "group", g.id, "error", err)
+			return
+		}
+		s.logger.Info("bootstrapped partition group", "group", g.id, "voters", pg.Members)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 3 {
+		t, version, ok := s.table()
+		if !ok {
+			return
+		}
+		i := int(g.id) - 1
+		if i < 0 || i >= len(t.Groups) || t.Groups[i].Bootstrapped {
+			return
+		}
+		t.Groups[i].Bootstrapped = true
+		if _, err := s.casTable(ctx, version, t); err == nil || !isConflict(err) {
+			if err != nil {
+				s.logger.Debug("recording the bootstrap of a partition group", "group", g.id, "error", err)
+			}
+			return
+		}
+	}
+}
+
+// reconcileGroup, on the group's leader, makes at most one change that
+// brings the group's Raft configuration closer to the table's members.
+func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group, members map[string]cluster.Member) {
+	if !pg.Bootstrapped {
+		return
+	}
+	conf, err := g.configuration()
+	if err != nil {
+		return
+	}
+	want := map[string]bool{}
+	for _, name := range pg.Members {
+		want[name] = true
+	}
+	inConf := map[string]raft.Server{}
+	for _, srv := range conf.Servers {
+		inConf[string(srv.ID)] = srv
+	}
+	const timeout = 10 * time.Second
+
+	// Moved addresses first, so Raft keeps reaching its members.
+	for _, srv := range conf.Servers {
+		if m, ok := alive(members, string(srv.ID)); ok && m.InternalAddr != string(srv.Address) && string(srv.ID) != s.name {
+			s.logger.Info("partition member address changed", "group", g.id, "member", m.Name, "to", m.InternalAddr)
+			var f raft.IndexFuture
+			if srv.Suffrage == raft.Voter {
+				f = g.raft.AddVoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
+			} else {
+				f = g.raft.AddNonvoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
+			}
+			logErr(s, f.Error(), "update partition member address", g.id, m.Name)
+			return
+		}
+	}
+	// Members the table added join as non-voters and catch up.
+	for _, name := range pg.Members {
+		if _, ok := inConf[name]; ok {
+			continue
+		}
+		m, ok := alive(members, name)
+		if !ok {
+			continue
+		}
+		s.logger.Info("adding a replica to a partition group", "group", g.id, "member", name)
+		logErr(s, g.raft.AddNonvoter(raft.ServerID(name), raft.ServerAddress(m.InternalAddr), 0, timeout).Error(), "add replica", g.id, name)
+		return
+	}
+	// Caught-up new members become voters.
+	now := time.Now()
+	for _, srv := range conf.Servers {
+		key := strconv.FormatUint(g.id, 10) + "/" + string(srv.ID)
+		if srv.Suffrage == raft.Voter || !want[string(srv.ID)] {
+			delete(st.nonvoterSince, key)
+			continue
+		}
+		if !s.caughtUp(g, srv) {
+			delete(st.nonvoterSince, key)
+			continue
+		}
+		since, seen := st.nonvoterSince[key]
+		if !seen {
+			st.nonvoterSince[key] = now
+			continue
+		}
+		if now.Sub(since) < s.cfg.PromoteAfter {
+			continue
+		}
+		s.logger.Info("promoting a caught-up replica", "group", g.id, "member", string(srv.ID))
+		logErr(s, g.raft.AddVoter(srv.ID, srv.Address, 0, timeout).Error(), "promote replica", g.id, string(srv.ID))
+		delete(st.nonvoterSince, key)
+		return
+	}
+	// Once every wanted member that is alive is a voter, drop the others.
+	for _, name := range pg.Members {
+		srv, ok := inConf[name]
+		if _, up := alive(members, name); up && (!ok || srv.Suffrage != raft.Voter) && name != s.name {
+			return // a move is still in progress
+		}
+	}
+	for _, srv := range conf.Servers {
+		id := string(srv.ID)
+		if want[id] {
+			continue
+		}
+		if id == s.name {
+			s.transferTo(st, g, pg, members, conf, false)
+			return
+		}
+		s.logger.Info("removing a replica the table moved away", "group", g.id, "member", id)
+		logErr(s, g.raft.RemoveServer(srv.ID, 0, timeout).Error(), "remove replica", g.id, id)
+		return
+	}
+	// Leaders spread: hand over to the table's preferred leader.
+	if len(pg.Members) > 0 && pg.Members[0] != s.name {
+		s.transferTo(st, g, pg, members, conf, true)
+	}
+}
+
+// transferTo hands the group's leadership to the table's preferred leader,
+// or, unless onlyPreferred, to another wanted voter that has caught up when
+// the preferred one cannot take it; at most once every transferEvery.
+func (s *Store) transferTo(st *partitionState, g *group, pg partition.Group, members map[string]cluster.Member, conf raft.Configuration, onlyPreferred bool) {
+	if time.Since(st.lastTransfer[g.id]) < transferEvery {
+		return
+	}
+	candidates := pg.Members
+	if onlyPreferred {
+		candidates = pg.Members[:1]
+	}
+	for _, name := range candidates {
+		if name == s.name {
+			continue
+		}
+		m, ok := alive(members, name)
+		if !ok {
+			continue
+		}
+		var srv *raft.Server
+		for i := range conf.Servers {
+			if string(conf.Servers[i].ID) == name && conf.Servers[i].Suffrage == raft.Voter {
+				srv = &conf.Servers[i]
+			}
+		}
+		if srv == nil || !s.caughtUp(g, *srv) {
+			continue
+		}
+		st.lastTransfer[g.id] = time.Now()
+		s.logger.Info("transferring partition group leadership", "group", g.id, "to", name)
+		logErr(s, g.raft.LeadershipTransferToServer(srv.ID, raft.ServerAddress(m.InternalAddr)).Error(), "transfer leadership", g.id, name)
+		return
+	}
+}
+
+// maybeDrop closes and deletes a group this node no longer hosts, once the
+// group's leader reports a committed configuration without this node.
+func (s *Store) maybeDrop(st *partitionState, g *group, pg partition.Group, members map[string]cluster.Member) {
+	if time.Since(st.lastDropCheck[g.id]) < dropCheckEvery {
+		return
+	}
+	st.lastDropCheck[g.id] = time.Now()
+	for _, name := range pg.Members {
+		m, ok := alive(members, name)
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ns, err := s.client.status(ctx, m.InternalAddr)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, gs := range ns.Groups {
+			if gs.ID != g.id || gs.State != raft.Leader.String() {
+				continue
+			}
+			committed := gs.CommitIndex >= gs.ConfigIndex
+			if committed && !slices.Contains(gs.Voters, s.name) && !slices.Contains(gs.NonVoters, s.name) {
+				s.dropPartition(g)
+			}
+			return
+		}
+	}
+}
+
+func logErr(s *Store, err error, what string, gid uint64, member string) {
+	if err != nil {
+		s.logger.Warn(what+" failed", "group", gid, "member", member, "error", err)
+	}
+}
+
+// place, on group 0's leader, creates the partition table if there is none
+// and replaces it with partition.Plan's answer when that differs. The
+// members placement counts on are group 0's: a member joins them when
+// gossip first sees it and leaves them when it left or stayed dead past the
+// dead-member timeout, so short outages move no data.
+func (s *Store) place(g0 *group) {
+	conf, err := g0.configuration()
+	if err != nil {
+		return
+	}
+	universe := make([]string, 0, len(conf.Servers))
+	for _, srv := range conf.Servers {
+		universe = append(universe, string(srv.ID))
+	}
+	t, version, ok := s.table()
+	if !ok {
+		if t, err = partition.NewTable(s.cfg.PartitionGroups, s.cfg.ReplicationFactor); err != nil {
+			s.logger.Error("cannot create the partition table", "error", err)
+			return
+		}
+	}
+	next := partition.Plan(t, universe)
+	if ok && next.Equal(t) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.casTable(ctx, version, next); err != nil {
+		if !isConflict(err) {
+			s.logger.Warn("updating the partition table failed", "error", err)
+		}
+		return
+	}
+	if !ok {
+		s.logger.Info("partition table created", "partition_groups", next.P(), "replication_factor", next.RF, "members", universe)
+		return
+	}
+	for _, ch := range partition.Diff(t, next) {
+		s.logger.Info("partition placement", "group", ch.Group, "change", ch.Kind, "member", ch.Member)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// writeFileAtomic writes data to path through a temporary file and rename.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o640); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/region"
+)
+
+// A read of one partition group's part of a region: executed on a node
+// that hosts the group, locally when that is this node, else over the read
+// RPC by a member that hosts it.
+
+const (
+	readGet   = "get"
+	readList  = "list"
+	readKeys  = "keys"
+	readCount = "count"
+)
+
+type readReq struct {
+	Op     string   `json:"op"`
+	Region string   `json:"region"`
+	ID     uint64   `json:"id"`
+	Keys   []string `json:"keys,omitempty"`
+	Limit  int      `json:"limit,omitempty"`
+	Stale  bool     `json:"stale,omitempty"`
+}
+
+type readResp struct {
+	// Values: get (aligned with the keys; null for a missing key) and list.
+	Values []json.RawMessage `json:"values,omitempty"`
+	// Keys: list and keys.
+	Keys  []string `json:"keys,omitempty"`
+	Count int      `json:"count,omitempty"`
+}
+
+// readPart reads group gid's part at consistency c.
+func (s *Store) readPart(ctx context.Context, gid uint64, c region.Consistency, req readReq) (readResp, error) {
+	req.Stale = c == region.Stale
+	if g := s.localFor(gid); g != nil {
+		err := s.localRead(ctx, g, c, catchUpWait)
+		if err == nil {
+			return execRead(g.fsm, req)
+		}
+		if !errors.Is(err, errLagging) {
+			return readResp{}, err
+		}
+		// Behind: another member answers.
+	}
+	var last error
+	var since time.Time
+	for attempt := 0; ; attempt++ {
+		addr, err := s.hostFor(gid, attempt)
+		if err == nil {
+			var resp readResp
+			resp, err = s.client.read(ctx, addr, gid, req)
+			if err == nil {
+				return resp, nil
+			}
+		}
+		if !retryableRead(err) {
+			return readResp{}, err
+		}
+		last = err
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if err := s.pause(ctx, nil, attempt, since, last); err != nil {
+			return readResp{}, fmt.Errorf("read group %d: %w", gid, err)
+		}
+	}
+}
+
+// execRead runs req against a local state machine.
+func execRead(f *fsm.FSM, req readReq) (readResp, error) {
+	switch req.Op {
+	case readGet:
+		vals, err := f.GetMany(req.Region, req.ID, req.Keys)
+		return readResp{Values: vals}, err
+	case readList:
+		entries, err := f.List(req.Region, req.ID, req.Limit)
+		if err != nil {
+			return readResp{}, err
+		}
+		resp := readResp{Keys: make([]string, len(entries)), Values: make([]json.RawMessage, len(entries))}
+		for i, e := range entries {
+			resp.Keys[i], resp.Values[i] = e.Key, e.Value
+		}
+		return resp, nil
+	case readKeys:
+		keys, err := f.Keys(req.Region, req.ID)
+		return readResp{Keys: keys}, err
+	case readCount:
+		n, err := f.Count(req.Region, req.ID)
+		return readResp{Count: n}, err
+	}
+	return readResp{}, fmt.Errorf("%w: unknown read %q", region.ErrInvalid, req.Op)
+}
+
+// nullToNil turns JSON nulls (a missing key in a get, after the RPC's JSON
+// round trip) back into nil values: stored values are objects, never null.
+func nullToNil(vals []json.RawMessage) {
+	for i, v := range vals {
+		if string(v) == "null" {
+			vals[i] = nil
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/region"
+)
+
+// tableKey is where the partition table lives among group 0's metadata.
+const tableKey = "partition/table"
+
+// table returns the partition table as this node's copy of group 0 has it,
+// with its version; ok is false before the leader has created it.
+func (s *Store) table() (t partition.Table, version uint64, ok bool) {
+	g := s.control()
+	if g == nil {
+		return t, 0, false
+	}
+	raw, version, ok := g.fsm.Meta(tableKey)
+	if !ok {
+		return t, 0, false
+	}
+	t, err := partition.Decode(raw)
+	if err != nil {
+		// Only our own code writes it, after partition.Encode: corruption.
+		s.logger.Error("partition table in group 0 does not decode", "error", err)
+		return t, 0, false
+	}
+	return t, version, true
+}
+
+// casTable replaces the partition table if it is still at version expect
+// (0: it must not exist yet). region.ErrVersionConflict means someone else
+// changed it first; the caller re-reads and decides again.
+func (s *Store) casTable(ctx context.Context, expect uint64, t partition.Table) (uint64, error) {
+	raw, err := partition.Encode(t)
+	if err != nil {
+		return 0, fmt.Errorf("encode partition table: %w", err)
+	}
+	res, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: tableKey, MetaVersion: expect, MetaValue: raw})
+	if err != nil {
+		return 0, err
+	}
+	return res.Version, nil
+}
+
+// hostFor returns the internal address of a member that hosts group gid,
+// for a node that does not: the table's members in order (the first is the
+// preferred leader, so usually the actual one), rotating with attempt.
+func (s *Store) hostFor(gid uint64, attempt int) (string, error) {
+	t, _, ok := s.table()
+	if !ok {
+		return "", fmt.Errorf("group %d: %w: no partition table yet", gid, region.ErrNoLeader)
+	}
+	pg, ok := t.Group(gid)
+	if !ok || len(pg.Members) == 0 {
+		return "", fmt.Errorf("group %d: %w: no member hosts it", gid, region.ErrNoLeader)
+	}
+	addrs := s.internalAddrs()
+	for i := range pg.Members {
+		m := pg.Members[(attempt+i)%len(pg.Members)]
+		if addr, ok := addrs[m]; ok && m != s.name {
+			return addr, nil
+		}
+	}
+	return "", fmt.Errorf("group %d: %w: none of its members %v is alive", gid, region.ErrNoLeader, pg.Members)
+}
+
+// internalAddrs maps the names of alive members to their internal addresses.
+func (s *Store) internalAddrs() map[string]string {
+	out := map[string]string{}
+	for _, m := range s.cfg.Members.Members() {
+		if m.Status == cluster.StatusAlive && m.InternalAddr != "" {
+			out[m.Name] = m.InternalAddr
+		}
+	}
+	return out
+}
+
+// errNoTable marks operations on partitioned regions before the partition
+// table exists (the first seconds of a new cluster).
+var errNoTable = fmt.Errorf("%w: the partition table is not created yet", region.ErrNoLeader)
+
+// partitionCount is P, from the table; 0 before the table exists.
+func (s *Store) partitionCount() int {
+	t, _, ok := s.table()
+	if !ok {
+		return 0
+	}
+	return t.P()
+}
+
+// isConflict reports a lost compare-and-set on metadata.
+func isConflict(err error) bool { return errors.Is(err, region.ErrVersionConflict) }
+
+// localFor returns this node's replica of group gid when reads and writes
+// may go through it: group 0 always; a partition group only while the table
+// lists this node among its members. A replica the table moved away may
+// already be out of the group's configuration and no longer replicated to,
+// so it must not serve reads.
+func (s *Store) localFor(gid uint64) *group {
+	g := s.groupByID(gid)
+	if g == nil || gid == controlGroup {
+		return g
+	}
+	t, _, ok := s.table()
+	if !ok {
+		return g
+	}
+	if pg, ok := t.Group(gid); ok && !slices.Contains(pg.Members, s.name) {
+		return nil
+	}
+	return g
+}

@@ -79,4 +79,3 @@ func TestPartitionedRegionProcesses(t *testing.T) {
 		t.Fatalf("restarted node: GET e199 = %d %s", r.status, r.body)
 	}
 }
-

@@ -31,6 +31,7 @@ func newHandlers() *handlers {
 		OpDelete:        (*state).delete,
 		OpClear:         (*state).clear,
 		OpSetMeta:       (*state).setMeta,
+		OpBatch:         nil, // FSM.applyBatchCommand
 	}
 }
 

@@ -317,6 +317,11 @@ func TestApplyBatchEqualsSequentialApply(t *testing.T) {
 		add(Command{Op: OpPut, Region: "q", RegionID: uint64(100 + i/10), Entries: entries(k, `{"q":1}`)})
 		add(Command{Op: OpPutIfAbsent, Region: "q", RegionID: uint64(100 + i/10), Entries: entries("", `{"g":1}`)})
 		add(Command{Op: OpSetMeta, MetaKey: "m", MetaVersion: uint64(i), MetaValue: []byte{byte(i)}})
+		add(Command{Op: OpBatch, Batch: [][]byte{
+			(&Command{Op: OpPut, Region: "r", Entries: entries("b"+k, `{"b":1}`)}).Encode(nil),
+			(&Command{Op: OpPutIfAbsent, Region: "r", Entries: entries("", `{"gen":2}`)}).Encode(nil),
+			(&Command{Op: OpDelete, Region: "r", Keys: []string{"missing"}}).Encode(nil),
+		}})
 		if i%10 == 9 {
 			add(Command{Op: OpDestroyRegion, Region: "q", RegionID: uint64(100 + i/10 - 1)})
 			add(Command{Op: OpClear, Region: "r"})

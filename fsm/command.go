@@ -37,11 +37,14 @@ type Command struct {
 	MetaKey     string
 	MetaVersion uint64
 	MetaValue   []byte
+	// OpBatch: the encoded sub-commands, each a batchable op. They are
+	// decoded when applied; DecodeCommand checks their structure.
+	Batch [][]byte
 }
 
 // version is the format version Encode writes for c.
 func (c *Command) version() byte {
-	if c.RegionID != 0 || c.Op == OpSetMeta {
+	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch {
 		return commandV2
 	}
 	return commandV1
@@ -59,6 +62,13 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = appendString(dst, c.MetaKey)
 		dst = binary.AppendUvarint(dst, c.MetaVersion)
 		return appendBytes(dst, c.MetaValue)
+	}
+	if c.Op == OpBatch {
+		dst = binary.AppendUvarint(dst, uint64(len(c.Batch)))
+		for _, sub := range c.Batch {
+			dst = appendBytes(dst, sub)
+		}
+		return dst
 	}
 	dst = appendString(dst, c.Region)
 	if v == commandV2 {
@@ -103,6 +113,9 @@ func (c *Command) sizeHint() int {
 	for _, k := range c.Keys {
 		n += prefix + len(k)
 	}
+	for _, b := range c.Batch {
+		n += prefix + len(b)
+	}
 	return n
 }
 
@@ -131,6 +144,32 @@ func DecodeCommand(b []byte) (Command, error) {
 		c := Command{Op: op, MetaKey: d.str("meta key"), MetaVersion: d.uvarint("meta version", ""), MetaValue: d.raw("meta value")}
 		if err := d.finish(); err != nil {
 			return Command{}, fmt.Errorf("fsm: decode %v command: %w", op, err)
+		}
+		return c, nil
+	}
+	if op == OpBatch {
+		if d.err == nil && v != commandV2 {
+			return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV2)
+		}
+		// A sub-command is at least version, op and a region name length.
+		c := Command{Op: op, Batch: make([][]byte, d.count("sub-command", 4))}
+		for i := range c.Batch {
+			c.Batch[i] = d.raw("sub-command")
+		}
+		if err := d.finish(); err != nil {
+			return Command{}, fmt.Errorf("fsm: decode %v command: %w", op, err)
+		}
+		if len(c.Batch) == 0 {
+			return Command{}, fmt.Errorf("fsm: decode %v command: empty batch", op)
+		}
+		for i, sub := range c.Batch {
+			sc, err := DecodeCommand(sub)
+			if err != nil {
+				return Command{}, fmt.Errorf("fsm: decode %v command: sub-command %d: %w", op, i, err)
+			}
+			if !sc.Op.Batchable() {
+				return Command{}, fmt.Errorf("fsm: decode %v command: sub-command %d is %v, which cannot be batched", op, i, sc.Op)
+			}
 		}
 		return c, nil
 	}

@@ -54,13 +54,17 @@ func goldenCommandsV2() []Command {
 		{Op: OpCAS, Region: "orders", RegionID: 5, Pairs: []region.CASPair{{Key: "k", Old: []byte(`{"v":1}`), New: []byte(`{"v":2}`)}}},
 		{Op: OpDestroyRegion, Region: "orders", RegionID: 1 << 40},
 		{Op: OpSetMeta, MetaKey: "partition/table", MetaVersion: 42, MetaValue: []byte(`{"replicationFactor":3,"groups":[]}`)},
+		{Op: OpBatch, Batch: [][]byte{
+			(&Command{Op: OpPut, Region: "orders", Entries: entries("a", `{"v":1}`)}).Encode(nil),
+			(&Command{Op: OpDelete, Region: "p", RegionID: 9, Keys: []string{"k"}}).Encode(nil),
+		}},
 	}
 }
 
 func TestCommandGolden(t *testing.T) {
 	cmds := goldenCommands()
-	if len(cmds) != int(maxOp)-1 {
-		t.Fatalf("goldenCommands has %d commands, want one per version-1 op (%d)", len(cmds), maxOp-1)
+	if len(cmds) != int(maxOp)-2 {
+		t.Fatalf("goldenCommands has %d commands, want one per version-1 op (%d)", len(cmds), maxOp-2)
 	}
 	type named struct {
 		name string
@@ -158,7 +162,12 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"version 0", []byte{0, 3, 0}, "format version 0"},
 		{"version 3", []byte{3, 3, 0}, "format version 3"},
 		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
-		{"op 10", []byte{1, 10, 0}, "unknown op 10"},
+		{"op 11", []byte{1, 11, 0}, "unknown op 11"},
+		{"batch in version 1", []byte{1, byte(OpBatch), 0}, "needs format version 2"},
+		{"empty batch", []byte{2, byte(OpBatch), 0}, "empty batch"},
+		{"nested batch", cat([]byte{2, byte(OpBatch), 1}, uv(uint64(len(nestedBatch()))), nestedBatch()), "cannot be batched"},
+		{"batched create-region", cat([]byte{2, byte(OpBatch), 1}, uv(uint64(len(createCmd()))), createCmd()), "cannot be batched"},
+		{"batched garbage", []byte{2, byte(OpBatch), 1, 4, 9, 9, 9, 9}, "sub-command 0"},
 		{"set-meta in version 1", []byte{1, byte(OpSetMeta), 1, 'k', 0, 0}, "needs format version 2"},
 		{"version 2 without region id", []byte{2, byte(OpClear), 1, 'r'}, "truncated"},
 		{"version 2 with region id 0", []byte{2, byte(OpClear), 1, 'r', 0}, "region id 0"},
@@ -223,3 +232,12 @@ func TestOpString(t *testing.T) {
 
 // encode is Encode on a value, for table literals.
 func (c Command) encode() []byte { return c.Encode(nil) }
+
+func nestedBatch() []byte {
+	inner := (&Command{Op: OpPut, Region: "r", Entries: entries("k", "{}")}).Encode(nil)
+	return (&Command{Op: OpBatch, Batch: [][]byte{inner}}).Encode(nil)
+}
+
+func createCmd() []byte {
+	return (&Command{Op: OpCreateRegion, Region: "r", Kind: region.Replicate}).Encode(nil)
+}

@@ -84,7 +84,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 func (f *FSM) applyLocked(l *raft.Log, c *Command) interface{} {
 	switch l.Type {
 	case raft.LogCommand:
-		res := f.ops[c.Op](f.st, c, l.Index)
+		var res *Result
+		if c.Op == OpBatch {
+			res = f.applyBatchCommand(c, l)
+		} else {
+			res = f.ops[c.Op](f.st, c, l.Index)
+		}
 		f.applied.set(l.Index)
 		return res
 	case raft.LogConfiguration:
@@ -101,4 +106,20 @@ func mustDecode(l *raft.Log) Command {
 			"stopping, because applying it differently from the other replicas would make them diverge", l.Index, l.Term, err))
 	}
 	return c
+}
+
+// applyBatchCommand applies the sub-commands of an OpBatch in order, each
+// with its own result, all at the entry's index.
+func (f *FSM) applyBatchCommand(c *Command, l *raft.Log) *Result {
+	res := &Result{Batch: make([]*Result, len(c.Batch))}
+	for i, sub := range c.Batch {
+		sc, err := DecodeCommand(sub)
+		if err != nil {
+			// DecodeCommand checked every sub-command when it decoded the
+			// batch: this cannot happen without corruption.
+			panic(fmt.Sprintf("fsm: committed batch %d: sub-command %d: %v", l.Index, i, err))
+		}
+		res.Batch[i] = f.ops[sc.Op](f.st, &sc, l.Index)
+	}
+	return res
 }

@@ -8,20 +8,21 @@ type Op uint8
 
 // The operations. The comment after each says which Command fields it uses.
 const (
-	OpCreateRegion  Op = 1 // Region, Kind
-	OpDestroyRegion Op = 2 // Region
-	OpPut           Op = 3 // Region, Entries (1..n): upsert all (single PUT and put-all)
-	OpPutIfAbsent   Op = 4 // Region, Entries (exactly 1); Entries[0].Key == "" means: generate a key
-	OpReplace       Op = 5 // Region, Entries (1..n): every key must exist, else nothing changes
-	OpCAS           Op = 6 // Region, Pairs (1..n): every key must exist and every Old must equal current, else nothing changes
-	OpDelete        Op = 7 // Region, Keys (1..n): every key must exist, else nothing is deleted
-	OpClear         Op = 8 // Region: remove all entries; refused for PARTITION regions
-	OpSetMeta       Op = 9 // MetaKey, MetaVersion (expected), MetaValue: compare-and-set of versioned metadata
+	OpCreateRegion  Op = 1  // Region, Kind
+	OpDestroyRegion Op = 2  // Region
+	OpPut           Op = 3  // Region, Entries (1..n): upsert all (single PUT and put-all)
+	OpPutIfAbsent   Op = 4  // Region, Entries (exactly 1); Entries[0].Key == "" means: generate a key
+	OpReplace       Op = 5  // Region, Entries (1..n): every key must exist, else nothing changes
+	OpCAS           Op = 6  // Region, Pairs (1..n): every key must exist and every Old must equal current, else nothing changes
+	OpDelete        Op = 7  // Region, Keys (1..n): every key must exist, else nothing is deleted
+	OpClear         Op = 8  // Region: remove all entries; refused for PARTITION regions
+	OpSetMeta       Op = 9  // MetaKey, MetaVersion (expected), MetaValue: compare-and-set of versioned metadata
+	OpBatch         Op = 10 // Batch: encoded entry commands (put .. delete) applied in order as one entry
 )
 
 // maxOp is the highest Op this build knows; the dispatch table has one slot
 // per value up to it.
-const maxOp = OpSetMeta
+const maxOp = OpBatch
 
 // String returns the operation's name as it appears in error messages and in
 // the golden file names (testdata/golden/<name>.bin).
@@ -45,9 +46,16 @@ func (o Op) String() string {
 		return "clear"
 	case OpSetMeta:
 		return "set-meta"
+	case OpBatch:
+		return "batch"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
 
 // known reports whether this build can decode and apply o.
 func (o Op) known() bool { return o >= OpCreateRegion && o <= maxOp }
+
+// Batchable reports whether o may be a sub-command of OpBatch: entry
+// commands only. Region and metadata commands use the log index as an ID or
+// version, which the sub-commands of a batch share.
+func (o Op) Batchable() bool { return o >= OpPut && o <= OpDelete }

@@ -212,3 +212,33 @@ func TestValuesEqualExported(t *testing.T) {
 		t.Fatal("ValuesEqual does not follow the CAS equality rules")
 	}
 }
+
+// TestBatchAppliesEachSubCommand: a batch applies its sub-commands in order
+// as independent commands, each with its own result, at one log index.
+func TestBatchAppliesEachSubCommand(t *testing.T) {
+	n := newNode(t)
+	n.create("r", region.Replicate)
+	enc := func(c Command) []byte { return c.Encode(nil) }
+	res := n.must(Command{Op: OpBatch, Batch: [][]byte{
+		enc(Command{Op: OpPut, Region: "r", Entries: entries("a", `{"v":1}`)}),
+		enc(Command{Op: OpPutIfAbsent, Region: "r", Entries: entries("a", `{"v":2}`)}),
+		enc(Command{Op: OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "a", Old: []byte(`{"v":1}`), New: []byte(`{"v":3}`)}}}),
+		enc(Command{Op: OpPutIfAbsent, Region: "r", Entries: entries("", `{"g":1}`)}),
+		enc(Command{Op: OpPut, Region: "nope", Entries: entries("x", `{}`)}),
+		enc(pput(7, "p1", `{}`)),
+	}})
+	if len(res.Batch) != 6 {
+		t.Fatalf("batch result has %d results, want 6", len(res.Batch))
+	}
+	var ce *region.ConflictError
+	if res.Batch[0].Err != nil || !errors.As(res.Batch[1].Err, &ce) || string(ce.Current) != `{"v":1}` ||
+		res.Batch[2].Err != nil || res.Batch[3].Key == "" || !errors.Is(res.Batch[4].Err, region.ErrRegionNotFound) || res.Batch[5].Err != nil {
+		t.Fatalf("batch results: %+v %+v %+v %+v %+v %+v", res.Batch[0], res.Batch[1], res.Batch[2], res.Batch[3], res.Batch[4], res.Batch[5])
+	}
+	if v, _ := n.f.Get("r", 0, "a"); string(v) != `{"v":3}` {
+		t.Fatalf("after the batch a = %s, want {\"v\":3} (sub-commands apply in order)", v)
+	}
+	if n.f.AppliedIndex() != n.index {
+		t.Fatalf("AppliedIndex = %d, want %d", n.f.AppliedIndex(), n.index)
+	}
+}

@@ -22,7 +22,11 @@ type Result struct {
 	// Version is OpSetMeta's new version on success, the current one on a
 	// version conflict.
 	Version uint64
-	Err     error // nil, or a region sentinel error the command was refused with (possibly *region.ConflictError)
+	// Batch holds one result per sub-command of an OpBatch. Batches are
+	// formed and applied on the leader and never forwarded, so EncodeResult
+	// does not carry it.
+	Batch []*Result
+	Err   error // nil, or a region sentinel error the command was refused with (possibly *region.ConflictError)
 }
 
 // Sentinel codes on the wire. They are part of the result format: append

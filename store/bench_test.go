@@ -26,14 +26,21 @@ func benchCluster(b *testing.B) []*testNode {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	if err := leader.CreateRegion(ctxT(b, 10*time.Second), region.Info{Name: "r", Kind: region.Replicate}); err != nil {
-		b.Fatal(err)
+	for _, info := range []region.Info{{Name: "r", Kind: region.Replicate}, {Name: "p", Kind: region.Partition}} {
+		if err := leader.CreateRegion(ctxT(b, 10*time.Second), info); err != nil {
+			b.Fatal(err)
+		}
 	}
+	tc.waitGroupsLed(4)
 	nodes := []*testNode{tc.nodes["n0"], tc.nodes["n1"], tc.nodes["n2"]}
 	// Warm the forwarding connections.
 	for _, n := range nodes {
-		if err := n.Put(ctxT(b, 10*time.Second), "r", []region.Entry{{Key: "warm", Value: orderValue}}); err != nil {
-			b.Fatal(err)
+		for i := range 8 {
+			for _, reg := range []string{"r", "p"} {
+				if err := n.Put(ctxT(b, 10*time.Second), reg, []region.Entry{{Key: fmt.Sprintf("warm%d", i), Value: orderValue}}); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 	}
 	return nodes
@@ -47,40 +54,54 @@ func benchCluster(b *testing.B) []*testNode {
 func BenchmarkClusterWrite(b *testing.B) {
 	for _, writers := range []int{1, 64} {
 		b.Run("writers="+strconv.Itoa(writers), func(b *testing.B) {
-			nodes := benchCluster(b)
-			var next atomic.Int64
-			var failed atomic.Int64
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for w := 0; w < writers; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					n := nodes[w%len(nodes)]
-					for {
-						i := next.Add(1)
-						if i > int64(b.N) {
-							return
-						}
-						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-						err := n.Put(ctx, "r", []region.Entry{{Key: fmt.Sprintf("k%d", i%1000), Value: orderValue}})
-						cancel()
-						if err != nil {
-							failed.Add(1)
-						}
-					}
-				}(w)
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			if f := failed.Load(); f > 0 {
-				b.Fatalf("%d of %d writes failed", f, b.N)
-			}
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
+			benchWrites(b, benchCluster(b), "r", writers)
 		})
 	}
+}
+
+// BenchmarkClusterWriteKinds compares 64 writers on a replicated region (one
+// Raft group) and on a partitioned one (4 groups committing in parallel) on
+// the same 3 nodes.
+func BenchmarkClusterWriteKinds(b *testing.B) {
+	for _, reg := range []struct{ name, region string }{{"replicated", "r"}, {"partitioned", "p"}} {
+		b.Run(reg.name, func(b *testing.B) {
+			benchWrites(b, benchCluster(b), reg.region, 64)
+		})
+	}
+}
+
+func benchWrites(b *testing.B, nodes []*testNode, reg string, writers int) {
+	var next atomic.Int64
+	var failed atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			n := nodes[w%len(nodes)]
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := n.Put(ctx, reg, []region.Entry{{Key: fmt.Sprintf("k%d", i%1000), Value: orderValue}})
+				cancel()
+				if err != nil {
+					failed.Add(1)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d writes failed", f, b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
 }
 
 // BenchmarkClusterRead measures linearizable reads (read index) through all

@@ -92,6 +92,7 @@ type group struct {
 	logger *slog.Logger
 
 	reads *readIndexer
+	batch *batcher
 	// readyTerm is the term in which this node, as leader, completed a
 	// barrier: from then on its FSM holds every entry committed by earlier
 	// leaders, so it may serve linearizable reads.
@@ -186,6 +187,7 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, rc RaftConfig,
 		obsCh:   make(chan raft.Observation, 16),
 	}
 	g.reads = newReadIndexer(g)
+	g.batch = newBatcher(g)
 	g.observer = raft.NewObserver(g.obsCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
 		return ok
@@ -276,3 +278,25 @@ func (g *group) waitLeader(ctx context.Context, max time.Duration) bool {
 		}
 	}
 }
+
+// await waits for a Raft future in a background loop, but at most timeout
+// and never past the store's shutdown: some futures (a leadership transfer
+// cut short by Shutdown) may never resolve.
+func await(f raft.Future, timeout time.Duration, stop <-chan struct{}) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("raft operation still pending after %v", timeout)
+	case <-stop:
+		return raft.ErrRaftShutdown
+	}
+}
+
+// raftOpTimeout bounds how long a background loop waits for one Raft
+// membership or leadership operation.
+const raftOpTimeout = 10 * time.Second

@@ -100,11 +100,14 @@ type testCluster struct {
 	nodes  map[string]*testNode
 	expect int
 	tune   func(*Config)
+	base   string
 }
 
 func newTestCluster(t testing.TB, expect int) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, world: newWorld(), nodes: map[string]*testNode{}, expect: expect}
+	// The base dir first: cleanups run in reverse order, so the nodes are
+	// closed before their data dirs are removed.
+	tc := &testCluster{t: t, world: newWorld(), nodes: map[string]*testNode{}, expect: expect, base: t.TempDir()}
 	t.Cleanup(func() {
 		for _, n := range tc.nodes {
 			if n.Store != nil {
@@ -129,7 +132,7 @@ func (tc *testCluster) start(name string) *testNode {
 	tc.mu.Lock()
 	n := tc.nodes[name]
 	if n == nil {
-		n = &testNode{name: name, dir: filepath.Join(tc.t.TempDir(), name)}
+		n = &testNode{name: name, dir: filepath.Join(tc.base, name)}
 		tc.nodes[name] = n
 	}
 	tc.mu.Unlock()

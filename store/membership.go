@@ -136,7 +136,7 @@ func (s *Store) maybeBootstrap(st *membershipState) {
 			Address:  raft.ServerAddress(m.InternalAddr),
 		})
 	}
-	if err := g.raft.BootstrapCluster(conf).Error(); err != nil {
+	if err := await(g.raft.BootstrapCluster(conf), raftOpTimeout, s.stop); err != nil {
 		s.logger.Warn("bootstrap failed", "error", err)
 		if err == raft.ErrCantBootstrap {
 			st.bootstrapped.Store(true)
@@ -178,7 +178,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 		switch {
 		case !ok:
 			s.logger.Info("adding member to the control group as non-voter", "member", m.Name, "address", m.InternalAddr)
-			if err := g.raft.AddNonvoter(raft.ServerID(m.Name), raft.ServerAddress(m.InternalAddr), 0, timeout).Error(); err != nil {
+			if err := await(g.raft.AddNonvoter(raft.ServerID(m.Name), raft.ServerAddress(m.InternalAddr), 0, timeout), raftOpTimeout, s.stop); err != nil {
 				s.logger.Warn("add non-voter failed", "member", m.Name, "error", err)
 			}
 			return
@@ -190,7 +190,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 			} else {
 				f = g.raft.AddNonvoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
 			}
-			if err := f.Error(); err != nil {
+			if err := await(f, raftOpTimeout, s.stop); err != nil {
 				s.logger.Warn("update member address failed", "member", m.Name, "error", err)
 			}
 			return
@@ -275,7 +275,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 				continue
 			}
 			s.logger.Info("promoting member to voter", "member", string(srv.ID), "voters", voters, "target", target)
-			if err := g.raft.AddVoter(srv.ID, srv.Address, 0, timeout).Error(); err != nil {
+			if err := await(g.raft.AddVoter(srv.ID, srv.Address, 0, timeout), raftOpTimeout, s.stop); err != nil {
 				s.logger.Warn("promote failed", "member", string(srv.ID), "error", err)
 			}
 			return
@@ -291,7 +291,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 		}
 		if victim != "" {
 			s.logger.Info("demoting voter to non-voter", "member", string(victim), "voters", voters, "target", target)
-			if err := g.raft.DemoteVoter(victim, 0, timeout).Error(); err != nil {
+			if err := await(g.raft.DemoteVoter(victim, 0, timeout), raftOpTimeout, s.stop); err != nil {
 				s.logger.Warn("demote failed", "member", string(victim), "error", err)
 			}
 		}
@@ -349,7 +349,7 @@ func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) e
 		timeout = time.Until(dl)
 	}
 	s.logger.Info("removing member from the control group", "member", id, "reason", reason)
-	if err := g.raft.RemoveServer(raft.ServerID(id), 0, timeout).Error(); err != nil {
+	if err := await(g.raft.RemoveServer(raft.ServerID(id), 0, timeout), raftOpTimeout, s.stop); err != nil {
 		return fmt.Errorf("remove %s from group %d: %w", id, g.id, raftErr(err))
 	}
 	return nil
@@ -383,7 +383,7 @@ func (s *Store) Leave(ctx context.Context) error {
 	}
 	if g.isLeader() {
 		s.logger.Info("transferring leadership before leaving")
-		if err := g.raft.LeadershipTransfer().Error(); err != nil {
+		if err := await(g.raft.LeadershipTransfer(), raftOpTimeout, s.stop); err != nil {
 			s.logger.Warn("leadership transfer failed", "error", err)
 		}
 	}

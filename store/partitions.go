@@ -251,7 +251,7 @@ func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[str
 			}
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(name), Address: raft.ServerAddress(addr)})
 		}
-		if err := g.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		if err := await(g.raft.BootstrapCluster(conf), raftOpTimeout, s.stop); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			s.logger.Warn("bootstrapping partition group failed", "group", g.id, "error", err)
 			return
 		}
@@ -260,10 +260,11 @@ func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[str
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for range 3 {
-		t, version, ok := s.table()
+		cached, version, ok := s.table()
 		if !ok {
 			return
 		}
+		t := cached.Clone()
 		i := int(g.id) - 1
 		if i < 0 || i >= len(t.Groups) || t.Groups[i].Bootstrapped {
 			return
@@ -308,7 +309,7 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 			} else {
 				f = g.raft.AddNonvoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
 			}
-			logErr(s, f.Error(), "update partition member address", g.id, m.Name)
+			logErr(s, await(f, raftOpTimeout, s.stop), "update partition member address", g.id, m.Name)
 			return
 		}
 	}
@@ -322,7 +323,7 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 			continue
 		}
 		s.logger.Info("adding a replica to a partition group", "group", g.id, "member", name)
-		logErr(s, g.raft.AddNonvoter(raft.ServerID(name), raft.ServerAddress(m.InternalAddr), 0, timeout).Error(), "add replica", g.id, name)
+		logErr(s, await(g.raft.AddNonvoter(raft.ServerID(name), raft.ServerAddress(m.InternalAddr), 0, timeout), raftOpTimeout, s.stop), "add replica", g.id, name)
 		return
 	}
 	// Caught-up new members become voters.
@@ -346,7 +347,7 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 			continue
 		}
 		s.logger.Info("promoting a caught-up replica", "group", g.id, "member", string(srv.ID))
-		logErr(s, g.raft.AddVoter(srv.ID, srv.Address, 0, timeout).Error(), "promote replica", g.id, string(srv.ID))
+		logErr(s, await(g.raft.AddVoter(srv.ID, srv.Address, 0, timeout), raftOpTimeout, s.stop), "promote replica", g.id, string(srv.ID))
 		delete(st.nonvoterSince, key)
 		return
 	}
@@ -367,7 +368,7 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 			return
 		}
 		s.logger.Info("removing a replica the table moved away", "group", g.id, "member", id)
-		logErr(s, g.raft.RemoveServer(srv.ID, 0, timeout).Error(), "remove replica", g.id, id)
+		logErr(s, await(g.raft.RemoveServer(srv.ID, 0, timeout), raftOpTimeout, s.stop), "remove replica", g.id, id)
 		return
 	}
 	// Leaders spread: hand over to the table's preferred leader.
@@ -406,7 +407,7 @@ func (s *Store) transferTo(st *partitionState, g *group, pg partition.Group, mem
 		}
 		st.lastTransfer[g.id] = time.Now()
 		s.logger.Info("transferring partition group leadership", "group", g.id, "to", name)
-		logErr(s, g.raft.LeadershipTransferToServer(srv.ID, raft.ServerAddress(m.InternalAddr)).Error(), "transfer leadership", g.id, name)
+		logErr(s, await(g.raft.LeadershipTransferToServer(srv.ID, raft.ServerAddress(m.InternalAddr)), raftOpTimeout, s.stop), "transfer leadership", g.id, name)
 		return
 	}
 }

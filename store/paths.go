@@ -87,6 +87,9 @@ func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Res
 			return nil, ctxErr(ctx, "apply", nil)
 		}
 	}
+	if len(data) > 1 && fsm.Op(data[1]).Batchable() {
+		return g.batch.apply(ctx, data)
+	}
 	f := g.raft.Apply(data, timeout)
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()

@@ -136,6 +136,8 @@ type Store struct {
 
 	// rr spreads generated keys of partitioned regions over groups.
 	rr atomic.Uint64
+	// tableCache holds the decoded partition table (see table).
+	tableCache atomic.Pointer[cachedTable]
 
 	started   time.Time
 	stopOnce  sync.Once

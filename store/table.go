@@ -16,7 +16,9 @@ import (
 const tableKey = "partition/table"
 
 // table returns the partition table as this node's copy of group 0 has it,
-// with its version; ok is false before the leader has created it.
+// with its version; ok is false before the leader has created it. The
+// decoded table is cached per version (every partitioned operation asks for
+// it): callers must not modify it; Clone it first.
 func (s *Store) table() (t partition.Table, version uint64, ok bool) {
 	g := s.control()
 	if g == nil {
@@ -26,13 +28,23 @@ func (s *Store) table() (t partition.Table, version uint64, ok bool) {
 	if !ok {
 		return t, 0, false
 	}
+	if c := s.tableCache.Load(); c != nil && c.version == version {
+		return c.table, version, true
+	}
 	t, err := partition.Decode(raw)
 	if err != nil {
 		// Only our own code writes it, after partition.Encode: corruption.
 		s.logger.Error("partition table in group 0 does not decode", "error", err)
 		return t, 0, false
 	}
+	s.tableCache.Store(&cachedTable{version: version, table: t})
 	return t, version, true
+}
+
+// cachedTable is the last decoded partition table.
+type cachedTable struct {
+	version uint64
+	table   partition.Table
 }
 
 // casTable replaces the partition table if it is still at version expect

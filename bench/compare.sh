@@ -47,7 +47,7 @@ EP=http://127.0.0.1:18081,http://127.0.0.1:18082,http://127.0.0.1:18083
 for i in 1 2 3; do
   "$WORK/kvnode" --name "bench$i" --data-dir "$WORK/n$i" \
     --http-addr "127.0.0.1:1808$i" --internal-addr "127.0.0.1:1707$i" --gossip-addr "127.0.0.1:1795$i" \
-    --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE --log-level warn \
+    --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE,events:PARTITION --log-level warn \
     >"$WORK/n$i.log" 2>&1 &
   PIDS+=("$!")
 done
@@ -69,6 +69,8 @@ kv put-c64 -op put -c 64 -preload=false
 kv get-lin-c64 -op get -c 64 -preload=false
 kv create-c16 -op create -c 16
 kv mixed50-c16 -op mixed -read-pct 50 -c 16 -preload=false
+# The same puts on a partitioned region (compared with etcd's put-c64).
+"$WORK/loadgen" -target kv -region events -endpoints "$EP" -keys "$KEYS" -d "$DUR" -json -label "kv-put-c64-partitioned" -op put -c 64 | tee -a "$OUT"
 
 for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -95,12 +97,14 @@ for line in open(sys.argv[1]):
     rows.setdefault(label, {})[target] = r
 def p99(r):
     return max(o["p99_ms"] for o in r["per_op"]) if r.get("per_op") else float("nan")
-print(f"{'workload':<14}{'kvnode ops/s':>13}{'p99 ms':>9}{'etcd ops/s':>12}{'p99 ms':>9}{'kvnode/etcd':>13}")
+print(f"{'workload':<22}{'kvnode ops/s':>13}{'p99 ms':>9}{'etcd ops/s':>12}{'p99 ms':>9}{'kvnode/etcd':>13}")
 for label, byt in rows.items():
     kv, et = byt.get("kv"), byt.get("etcd")
+    if label.endswith("-partitioned"):
+        et = rows.get(label.removesuffix("-partitioned"), {}).get("etcd")
     cell = lambda r, w: f"{r['ops_per_sec']:>{w}.0f}{p99(r):>9.1f}" if r else f"{'-':>{w}}{'-':>9}"
     ratio = f"{kv['ops_per_sec'] / et['ops_per_sec']:.2f}x" if kv and et and et["ops_per_sec"] else "-"
     fails = sum(r["failed"] for r in (kv, et) if r)
-    print(f"{label:<14}{cell(kv, 13)}{cell(et, 12)}{ratio:>13}" + (f"   ({fails} failed)" if fails else ""))
+    print(f"{label:<22}{cell(kv, 13)}{cell(et, 12)}{ratio:>13}" + (f"   ({fails} failed)" if fails else ""))
 PY
 echo "results: $OUT"

@@ -80,19 +80,29 @@ func TestLeftSyncCorrectsMissedLeave(t *testing.T) {
 	}
 }
 
-// TestLeftSyncBeforeDeparture: a claim that arrives while the member still
-// looks alive makes its coming departure count as a leave.
+// TestLeftSyncBeforeDeparture: a claim (or the member's own notice) that
+// arrives while gossip still reports the member alive makes it left at
+// once; later alive reports of the same run do not revive it, and the
+// departure keeps it left. A new run is alive again.
 func TestLeftSyncBeforeDeparture(t *testing.T) {
 	v, _ := newTestView()
 	plain := wireMeta{Meta: Meta{RESTURL: "http://10.0.0.1:8080"}, boot: 7}
 	v.NotifyJoin(nodeMeta(t, "b", 7946, plain))
 	v.applyLeftClaims([]leftClaim{{name: "b", boot: 7}})
-	if got := member(t, v, "b").Status; got != StatusAlive {
-		t.Fatalf("after claim: got %v, want still %v", got, StatusAlive)
+	if got := member(t, v, "b").Status; got != StatusLeft {
+		t.Fatalf("after claim: got %v, want %v", got, StatusLeft)
+	}
+	v.NotifyUpdate(nodeMeta(t, "b", 7946, plain))
+	if got := member(t, v, "b").Status; got != StatusLeft {
+		t.Fatalf("stale alive report of the same run: got %v, want still %v", got, StatusLeft)
 	}
 	v.NotifyLeave(nodeMeta(t, "b", 7946, plain))
 	if got := member(t, v, "b").Status; got != StatusLeft {
 		t.Errorf("departure after claim: got %v, want %v", got, StatusLeft)
+	}
+	v.NotifyJoin(nodeMeta(t, "b", 7946, wireMeta{Meta: plain.Meta, boot: 8}))
+	if got := member(t, v, "b").Status; got != StatusAlive {
+		t.Errorf("a new run after the leave: got %v, want %v", got, StatusAlive)
 	}
 }
 

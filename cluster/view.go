@@ -82,11 +82,15 @@ func (v *view) apply(n *memberlist.Node, alive bool) {
 		boot:    wm.boot,
 		leaving: leaving,
 	}
+	// A leave announced by this run of the member (its boot id) is final
+	// for that run, even while memberlist, which learns of the departure
+	// only through gossip, still reports it alive. A restart has a new boot
+	// id and so counts as alive again.
 	switch {
-	case alive:
-		e.Status = StatusAlive
 	case leaving:
 		e.Status = StatusLeft
+	case alive:
+		e.Status = StatusAlive
 	default:
 		e.Status = StatusFailed
 	}
@@ -119,10 +123,10 @@ func (v *view) apply(n *memberlist.Node, alive bool) {
 	}
 }
 
-// applyLeftClaims takes a peer's word that these members left. A member in
-// the claimed run that this view has as failed is corrected to left; its
-// Since stays, since it stopped being alive then. One still alive here is
-// remembered as leaving, so its coming departure counts as a leave.
+// applyLeftClaims takes a peer's (or the leaving member's own) word that
+// these members left. A member in the claimed run that this view has as
+// failed is corrected to left, its Since kept, since it stopped being alive
+// then; one still alive here becomes left now.
 func (v *view) applyLeftClaims(claims []leftClaim) {
 	var corrected []string
 	v.mu.Lock()
@@ -132,7 +136,10 @@ func (v *view) applyLeftClaims(claims []leftClaim) {
 			continue
 		}
 		e.leaving = true
-		if e.Status == StatusFailed {
+		if e.Status != StatusLeft {
+			if e.Status == StatusAlive {
+				e.Since = v.now()
+			}
 			e.Status = StatusLeft
 			corrected = append(corrected, c.name)
 		}
@@ -143,7 +150,7 @@ func (v *view) applyLeftClaims(claims []leftClaim) {
 	}
 	v.mu.Unlock()
 	for _, name := range corrected {
-		v.log.Info("member left (learned from a peer; it had looked failed)", "member", name)
+		v.log.Info("member left (told by the member or a peer)", "member", name)
 	}
 }
 

@@ -355,10 +355,12 @@ func TestDeleteEntries(t *testing.T) {
 
 func TestClearRegion(t *testing.T) {
 	runCases(t, []apiCase{
-		{name: "replicated", seed: ab(), method: "DELETE", path: "/kv/v1/{r}",
+		{name: "replicated", kind: region.Replicate, seed: ab(), method: "DELETE", path: "/kv/v1/{r}",
 			want: expect{status: 200},
 			then: []step{{"HEAD", "/kv/v1/{r}", expect{status: 200, noBody: true, header: map[string]string{"Resource-Count": "0"}}}}},
-		{name: "empty", method: "DELETE", path: "/kv/v1/{r}", want: expect{status: 200}},
+		{name: "empty", kind: region.Replicate, method: "DELETE", path: "/kv/v1/{r}", want: expect{status: 200}},
+		{name: "empty partitioned", kind: region.Partition, method: "DELETE", path: "/kv/v1/{r}", refused: true,
+			want: expect{status: 405, cause: "not supported", header: map[string]string{"Allow": "OPTIONS, GET, HEAD, POST"}}},
 		{name: "partitioned", kind: region.Partition, seed: ab(), method: "DELETE", path: "/kv/v1/{r}", refused: true,
 			want: expect{status: 405, cause: "not supported", header: map[string]string{"Allow": "OPTIONS, GET, HEAD, POST"}}},
 		{name: "unknown region", noRegion: true, method: "DELETE", path: "/kv/v1/{r}", want: fails(404, "region not found")},

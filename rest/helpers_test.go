@@ -225,20 +225,31 @@ type step struct {
 
 // runCases runs each case in its own region of one server, so that the
 // cases stay independent without a store per case (the real store takes a
-// moment to start).
+// moment to start). A case that names no kind runs twice, on a replicated
+// and on a partitioned region: every behaviour of rest-details.md that
+// applies to both must hold for both.
 func runCases(t *testing.T, cases []apiCase) {
 	t.Helper()
 	ts := newTestServer(t)
-	for i, tc := range cases {
+	var runs []apiCase
+	for _, tc := range cases {
+		if tc.kind != "" || tc.noRegion {
+			runs = append(runs, tc)
+			continue
+		}
+		for _, kind := range []region.Kind{region.Replicate, region.Partition} {
+			c := tc
+			c.kind = kind
+			c.name = strings.ToLower(string(kind)) + "/" + tc.name
+			runs = append(runs, c)
+		}
+	}
+	for i, tc := range runs {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("r%d", i)
 			sub := func(s string) string { return strings.ReplaceAll(s, "{r}", name) }
 			if !tc.noRegion {
-				kind := tc.kind
-				if kind == "" {
-					kind = region.Replicate
-				}
-				ts.mkRegion(t, name, kind, tc.seed...)
+				ts.mkRegion(t, name, tc.kind, tc.seed...)
 			}
 			var before string
 			if tc.refused {

@@ -39,9 +39,33 @@ type readResp struct {
 	Count int      `json:"count,omitempty"`
 }
 
-// readPart reads group gid's part at consistency c.
+// readPart reads group gid's part at consistency c: from this node's
+// replica when it has a usable one, else from a member that hosts the
+// group. Every retry looks again, since a replica opens (or moves away)
+// while the cluster changes.
 func (s *Store) readPart(ctx context.Context, gid uint64, c region.Consistency, req readReq) (readResp, error) {
 	req.Stale = c == region.Stale
+	var last error
+	var since time.Time
+	for attempt := 0; ; attempt++ {
+		resp, err := s.readPartOnce(ctx, gid, c, req, attempt)
+		if err == nil {
+			return resp, nil
+		}
+		if !retryableRead(err) {
+			return readResp{}, err
+		}
+		last = err
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if err := s.pause(ctx, s.localFor(gid), attempt, since, last); err != nil {
+			return readResp{}, fmt.Errorf("read group %d: %w", gid, err)
+		}
+	}
+}
+
+func (s *Store) readPartOnce(ctx context.Context, gid uint64, c region.Consistency, req readReq, attempt int) (readResp, error) {
 	if g := s.localFor(gid); g != nil {
 		err := s.localRead(ctx, g, c, catchUpWait)
 		if err == nil {
@@ -52,28 +76,11 @@ func (s *Store) readPart(ctx context.Context, gid uint64, c region.Consistency, 
 		}
 		// Behind: another member answers.
 	}
-	var last error
-	var since time.Time
-	for attempt := 0; ; attempt++ {
-		addr, err := s.hostFor(gid, attempt)
-		if err == nil {
-			var resp readResp
-			resp, err = s.client.read(ctx, addr, gid, req)
-			if err == nil {
-				return resp, nil
-			}
-		}
-		if !retryableRead(err) {
-			return readResp{}, err
-		}
-		last = err
-		if since.IsZero() {
-			since = time.Now()
-		}
-		if err := s.pause(ctx, nil, attempt, since, last); err != nil {
-			return readResp{}, fmt.Errorf("read group %d: %w", gid, err)
-		}
+	addr, err := s.hostFor(gid, attempt)
+	if err != nil {
+		return readResp{}, err
 	}
+	return s.client.read(ctx, addr, gid, req)
 }
 
 // execRead runs req against a local state machine.

@@ -55,7 +55,16 @@ func TestPartitionedRegionProcesses(t *testing.T) {
 	pc.kill(victim)
 	survivors := pc.running()
 	for i := n; i < 2*n; i++ {
-		if r := put(survivors[i%2], i); r.status != 200 {
+		// While the victim's groups elect new leaders a write may answer
+		// 503 (no leader, or "outcome unknown" when it was forwarded to the
+		// victim as it died). A PUT is idempotent, so a client retries it,
+		// as this loop does; every key must be stored in the end.
+		var r response
+		deadline := time.Now().Add(30 * time.Second)
+		for r = put(survivors[i%2], i); r.status == 503 && time.Now().Before(deadline); r = put(survivors[i%2], i) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if r.status != 200 {
 			t.Fatalf("PUT e%03d after killing %s = %d %s", i, victim.name, r.status, r.body)
 		}
 	}

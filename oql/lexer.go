@@ -231,7 +231,7 @@ func (lx *lexer) next() (token, error) {
 	return token{}, lx.errorf(line, col, "unexpected character %q", r)
 }
 
-// stringLit lexes 'text' where '' stands for one quote; newlines are allowed.
+// stringLit lexes 'text' where ” stands for one quote; newlines are allowed.
 func (lx *lexer) stringLit(line, col int) (token, error) {
 	var b strings.Builder
 	lx.advance(1)

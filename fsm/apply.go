@@ -232,7 +232,9 @@ func (s *state) clear(c *Command, _ uint64) *Result {
 }
 
 // setMeta stores a metadata value if the key's current version (0: absent)
-// is the expected one; the new version is the entry's log index.
+// is the expected one; the new version is the entry's log index. An empty
+// value deletes the key (no command before this rule ever carried one:
+// the partition table, the first metadata, is never empty).
 func (s *state) setMeta(c *Command, index uint64) *Result {
 	if c.MetaKey == "" {
 		return refuse(fmt.Errorf("%v: %w: the metadata key is empty", c.Op, region.ErrInvalid))
@@ -241,6 +243,13 @@ func (s *state) setMeta(c *Command, index uint64) *Result {
 	if cur.version != c.MetaVersion {
 		return &Result{Version: cur.version, Err: fmt.Errorf("metadata %q: expected version %d, found %d: %w",
 			c.MetaKey, c.MetaVersion, cur.version, region.ErrVersionConflict)}
+	}
+	if len(c.MetaValue) == 0 {
+		if cur.version == 0 {
+			return &Result{Err: fmt.Errorf("metadata %q: %w", c.MetaKey, region.ErrKeyNotFound)}
+		}
+		delete(s.meta, c.MetaKey)
+		return &Result{Version: index}
 	}
 	s.meta[c.MetaKey] = metaEntry{value: c.MetaValue, version: index}
 	return &Result{Version: index}

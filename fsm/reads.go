@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/kvnode/kvnode/region"
 )
@@ -158,4 +159,44 @@ func (f *FSM) Meta(key string) (value []byte, version uint64, ok bool) {
 	defer f.mu.RUnlock()
 	m, ok := f.st.meta[key]
 	return m.value, m.version, ok
+}
+
+// MetaEntry is one metadata key with its value and version.
+type MetaEntry struct {
+	Key     string
+	Value   []byte
+	Version uint64
+}
+
+// MetaList returns every metadata entry whose key starts with prefix, in
+// key order. Values are shared with the state machine: do not modify them.
+func (f *FSM) MetaList(prefix string) []MetaEntry {
+	f.mu.RLock()
+	var out []MetaEntry
+	for k, m := range f.st.meta {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, MetaEntry{Key: k, Value: m.value, Version: m.version})
+		}
+	}
+	f.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Scan calls fn with every entry of the region in key order, until fn
+// returns false. It iterates a copy-on-write clone of the region's tree
+// taken under the write lock (O(1)), so fn runs without any lock held: it
+// may take its time, read this FSM again, or run while writes apply. It
+// sees the region as of the moment of the call.
+func (f *FSM) Scan(name string, id uint64, fn func(key string, value json.RawMessage) bool) error {
+	f.mu.Lock()
+	r, err := f.st.view(name, id)
+	if err != nil || r == nil {
+		f.mu.Unlock()
+		return err
+	}
+	t := r.entries.Clone()
+	f.mu.Unlock()
+	t.Ascend(func(e entry) bool { return fn(e.key, e.value) })
+	return nil
 }

@@ -77,3 +77,9 @@ func (c Consistency) String() string {
 	}
 	return "linearizable"
 }
+
+// NamedQuery is a stored OQL query: GET /kv/v1/queries lists them.
+type NamedQuery struct {
+	ID  string `json:"id"`
+	OQL string `json:"oql"`
+}

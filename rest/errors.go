@@ -37,6 +37,7 @@ func as[T error]() func(error) bool {
 // is consulted, so the table applies only when no value came with them.
 func errorStatuses() []errorStatus {
 	return []errorStatus{
+		{as[*queryError](), http.StatusInternalServerError},
 		{is(region.ErrInvalid), http.StatusBadRequest},
 		{is(region.ErrKeyAbsent), http.StatusBadRequest},
 		{is(region.ErrRegionNotFound), http.StatusNotFound},

@@ -34,6 +34,19 @@ func (s *Server) routes() {
 	s.fixed(kvPrefix+"/servers", map[string]echo.HandlerFunc{
 		http.MethodGet: s.listServers,
 	})
+	// Queries: fixed routes beside /:region and /:region/:keys.
+	s.fixed(kvPrefix+"/queries", map[string]echo.HandlerFunc{
+		http.MethodGet:  s.listQueries,
+		http.MethodPost: s.createQuery,
+	})
+	s.fixed(kvPrefix+"/queries/adhoc", map[string]echo.HandlerFunc{
+		http.MethodGet: s.adhocQuery,
+	})
+	s.fixed(kvPrefix+"/queries/:id", map[string]echo.HandlerFunc{
+		http.MethodPost:   s.runQuery,
+		http.MethodPut:    s.updateQuery,
+		http.MethodDelete: s.deleteQuery,
+	})
 	s.handle(http.MethodGet, kvPrefix+"/:region", s.listEntries, notReserved)
 	s.handle(http.MethodHead, kvPrefix+"/:region", s.countEntries, notReserved)
 	s.handle(http.MethodPost, kvPrefix+"/:region", s.createEntry, notReserved)

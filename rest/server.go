@@ -15,13 +15,21 @@ import (
 const (
 	DefaultRequestTimeout = 10 * time.Second
 	DefaultMaxBodyBytes   = 16 << 20
+	DefaultMaxQueryTime   = 30 * time.Second
+	DefaultMaxQueryRows   = 100_000
 )
 
 // Config tunes the REST server. The zero value is usable.
 type Config struct {
 	RequestTimeout time.Duration // server-side deadline put on every request's context; default 10s
 	MaxBodyBytes   int64         // default 16 MiB; larger bodies → 413
-	Logger         *slog.Logger
+	// MaxQueryTime bounds a query's execution (instead of RequestTimeout);
+	// past it the query is cancelled and answers 500. Default 30s.
+	MaxQueryTime time.Duration
+	// MaxQueryRows caps a query's result; a larger one answers 500.
+	// Default 100,000.
+	MaxQueryRows int
+	Logger       *slog.Logger
 }
 
 // Server is the HTTP API of one node. It holds no state of its own beyond
@@ -49,6 +57,12 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxQueryTime <= 0 {
+		cfg.MaxQueryTime = DefaultMaxQueryTime
+	}
+	if cfg.MaxQueryRows <= 0 {
+		cfg.MaxQueryRows = DefaultMaxQueryRows
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -94,7 +108,15 @@ func routeOnEscapedPath(next echo.HandlerFunc) echo.HandlerFunc {
 // request waits forever on a cluster without a leader.
 func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+		timeout := s.cfg.RequestTimeout
+		switch c.Path() {
+		case kvPrefix + "/queries/adhoc", kvPrefix + "/queries/:id":
+			// Running a query has its own limit (--max-query-time).
+			if c.Request().Method != http.MethodDelete && c.Request().Method != http.MethodPut {
+				timeout = s.cfg.MaxQueryTime
+			}
+		}
+		ctx, cancel := context.WithTimeout(c.Request().Context(), timeout)
 		defer cancel()
 		c.SetRequest(c.Request().WithContext(ctx))
 		return next(c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -26,6 +27,16 @@ type Store interface {
 	CAS(ctx context.Context, name string, pairs []region.CASPair) error                   // missing → ErrKeyAbsent; mismatch → *region.ConflictError{Err: ErrCASMismatch}
 	Delete(ctx context.Context, name string, keys []string) error                         // missing → ErrKeyNotFound, nothing deleted
 	Clear(ctx context.Context, name string) error                                         // PARTITION → ErrNotSupported
+
+	// Named queries (kept in the control group) and query execution.
+	Queries(ctx context.Context, c region.Consistency) ([]region.NamedQuery, error)
+	NamedQuery(ctx context.Context, c region.Consistency, id string) (region.NamedQuery, error) // unknown → ErrKeyNotFound
+	CreateQuery(ctx context.Context, id, text string) error                                     // exists → *region.ConflictError{Current: {"id","oql"}}
+	UpdateQuery(ctx context.Context, id, text string) error                                     // unknown → ErrKeyNotFound
+	DeleteQuery(ctx context.Context, id string) error                                           // unknown → ErrKeyNotFound
+	// CompileQuery parses text (cached per node): *oql.SyntaxError.
+	CompileQuery(text string) (*oql.Query, error)
+	Query(ctx context.Context, c region.Consistency, q *oql.Query, params []any, opt oql.Options) (*oql.Result, error)
 }
 
 // Members lists the REST base URLs of live cluster members, for GET /servers.

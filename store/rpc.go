@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -27,6 +28,7 @@ import (
 //	POST /v1/groups/{gid}/apply      body: encoded fsm.Command → encoded fsm.Result
 //	POST /v1/groups/{gid}/read       body: JSON readReq → JSON readResp
 //	POST /v1/groups/{gid}/readindex  → uvarint read index (leader only)
+//	POST /v1/groups/{gid}/query      body: JSON queryReq → oql.EncodePartial
 //	POST /v1/groups/{gid}/leave?id=  → the leader removes server id from the group
 //	GET  /v1/status                  → JSON NodeStatus
 //
@@ -60,6 +62,7 @@ func newRPCServer(s *Store) *rpcServer {
 	mux.HandleFunc("POST /v1/groups/{gid}/apply", r.apply)
 	mux.HandleFunc("POST /v1/groups/{gid}/read", r.read)
 	mux.HandleFunc("POST /v1/groups/{gid}/readindex", r.readIndex)
+	mux.HandleFunc("POST /v1/groups/{gid}/query", r.query)
 	mux.HandleFunc("POST /v1/groups/{gid}/leave", r.leave)
 	mux.HandleFunc("GET /v1/status", r.status)
 	r.srv = &http.Server{
@@ -164,6 +167,27 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
+func (r *rpcServer) query(w http.ResponseWriter, req *http.Request) {
+	g, ok := r.group(w, req)
+	if !ok {
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	var qr queryReq
+	if err := json.NewDecoder(io.LimitReader(req.Body, maxRPCBody)).Decode(&qr); err != nil {
+		writeRPCError(w, fmt.Errorf("%w: decode query request: %v", region.ErrInvalid, err))
+		return
+	}
+	part, err := r.s.servePartial(ctx, g, qr)
+	if err != nil {
+		writeRPCError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(oql.EncodePartial(part))
+}
+
 func (r *rpcServer) readIndex(w http.ResponseWriter, req *http.Request) {
 	g, ok := r.group(w, req)
 	if !ok {
@@ -214,6 +238,9 @@ var rpcErrors = []struct {
 	{"not-hosted", errNotHosted},
 	{"region-not-found", region.ErrRegionNotFound},
 	{"invalid", region.ErrInvalid},
+	{"query-region-not-found", oql.ErrRegionNotFound},
+	{"query-too-large", oql.ErrTooManyRows},
+	{"query-bind", oql.ErrBind},
 }
 
 // errNotHosted: the receiver does not host the group (it moved); the
@@ -359,6 +386,22 @@ func (c *rpcClient) read(ctx context.Context, addr string, gid uint64, rr readRe
 	}
 	nullToNil(resp.Values)
 	return resp, nil
+}
+
+func (c *rpcClient) query(ctx context.Context, addr string, gid uint64, qr queryReq) (*oql.Partial, error) {
+	body, err := json.Marshal(qr)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/query", body)
+	if err != nil {
+		return nil, err
+	}
+	part, err := oql.DecodePartial(data)
+	if err != nil {
+		return nil, fmt.Errorf("query partial from %s: %w", addr, err)
+	}
+	return part, nil
 }
 
 func (c *rpcClient) readIndex(ctx context.Context, addr string, gid uint64) (uint64, error) {

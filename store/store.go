@@ -138,6 +138,8 @@ type Store struct {
 	rr atomic.Uint64
 	// tableCache holds the decoded partition table (see table).
 	tableCache atomic.Pointer[cachedTable]
+	// queries caches compiled queries by text (see CompileQuery).
+	queries queryCache
 
 	started   time.Time
 	stopOnce  sync.Once

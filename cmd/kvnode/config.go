@@ -43,6 +43,8 @@ type Config struct {
 	RequestTimeout    time.Duration
 	ShutdownTimeout   time.Duration
 	MaxBodySize       int64
+	MaxQueryTime      time.Duration
+	MaxQueryRows      int
 }
 
 // defaultConfig is a working single-node cluster in ./kvdata on :8080.
@@ -66,6 +68,8 @@ func defaultConfig() Config {
 		RequestTimeout:    10 * time.Second,
 		ShutdownTimeout:   20 * time.Second,
 		MaxBodySize:       16 << 20,
+		MaxQueryTime:      30 * time.Second,
+		MaxQueryRows:      100_000,
 	}
 }
 
@@ -194,6 +198,8 @@ func flagSet(cfg *Config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "server-side deadline of every REST request")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown (SIGTERM) may take")
 	fs.Var(sizeValue{&cfg.MaxBodySize}, "max-body-size", "largest accepted request body (bytes, or with KiB/MiB/GiB; default 16MiB)")
+	fs.DurationVar(&cfg.MaxQueryTime, "max-query-time", cfg.MaxQueryTime, "longest a query may run before it is cancelled (500)")
+	fs.IntVar(&cfg.MaxQueryRows, "max-query-rows", cfg.MaxQueryRows, "largest query result, in rows (larger → 500)")
 	return fs
 }
 
@@ -300,6 +306,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodySize <= 0 {
 		errs = append(errs, fmt.Errorf("--max-body-size %d: must be positive", c.MaxBodySize))
+	}
+	if c.MaxQueryTime <= 0 {
+		errs = append(errs, fmt.Errorf("--max-query-time %v: must be positive", c.MaxQueryTime))
+	}
+	if c.MaxQueryRows <= 0 {
+		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))
 	}
 	return errors.Join(errs...)
 }

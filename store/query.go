@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -403,8 +404,11 @@ func (s *Store) CreateQuery(ctx context.Context, id, text string) error {
 	if gerr != nil {
 		return err
 	}
-	body, _ := json.Marshal(cur) // two strings always encode
-	return &region.ConflictError{Err: region.ErrKeyExists, Key: id, Current: body}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // "<" in a query reads as "<"
+	_ = enc.Encode(cur)      // two strings always encode
+	return &region.ConflictError{Err: region.ErrKeyExists, Key: id, Current: bytes.TrimSpace(body.Bytes())}
 }
 
 // UpdateQuery replaces a named query's text; region.ErrKeyNotFound if the

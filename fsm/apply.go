@@ -57,7 +57,9 @@ func (s *state) createRegion(c *Command, index uint64) *Result {
 	if _, ok := s.regions[c.Region]; ok {
 		return refuse(fmt.Errorf("region %q: %w", c.Region, region.ErrRegionExists))
 	}
-	s.regions[c.Region] = newRegionState(c.Kind, index)
+	r := newRegionState(c.Kind, index)
+	r.setIndexes(s.indexDefs[c.Region])
+	s.regions[c.Region] = r
 	return &Result{}
 }
 
@@ -207,7 +209,7 @@ func (s *state) delete(c *Command, _ uint64) *Result {
 		}
 	}
 	for _, k := range c.Keys {
-		r.entries.Delete(entry{key: k})
+		r.del(k)
 	}
 	return &Result{}
 }
@@ -226,8 +228,7 @@ func (s *state) clear(c *Command, _ uint64) *Result {
 	if r.kind == region.Partition {
 		return refuse(fmt.Errorf("region %q: clearing a partitioned region is not supported; delete its entries by key or destroy the region: %w", c.Region, region.ErrNotSupported))
 	}
-	// A new tree rather than Clear: a snapshot may share the old tree's nodes.
-	r.entries = newEntries()
+	r.clear()
 	return &Result{}
 }
 

@@ -20,6 +20,8 @@ type FSM struct {
 	ops       *handlers // dispatch table, built once by New
 	applied   appliedIndex
 	keyFilter func(string) bool
+	// indexVersion labels the index definitions last set (SetIndexes).
+	indexVersion uint64
 }
 
 // Options configure a state machine. The zero value suits group 0.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -199,4 +200,72 @@ func (f *FSM) Scan(name string, id uint64, fn func(key string, value json.RawMes
 	f.mu.Unlock()
 	t.Ascend(func(e entry) bool { return fn(e.key, e.value) })
 	return nil
+}
+
+// SetIndexes makes every region keep the secondary indexes defs names for
+// it (by region name), building new ones from the entries now and keeping
+// them in step with every later write. version is the caller's label for
+// this set of definitions (IndexVersion returns it). Indexes are derived
+// from the entries, so they are neither replicated nor snapshotted: each
+// replica builds its own, and Restore rebuilds them.
+func (f *FSM) SetIndexes(version uint64, defs map[string][]index.Def) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.indexDefs = defs
+	for name, r := range f.st.regions {
+		r.setIndexes(defs[name])
+	}
+	f.indexVersion = version
+}
+
+// IndexVersion returns the version of the last SetIndexes.
+func (f *FSM) IndexVersion() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.indexVersion
+}
+
+// IndexScan calls fn with every entry whose indexed value lies in one of
+// the ranges, in index order, each entry once, until fn returns false. ok
+// is false when the region has no such index here or a bound is not a
+// scalar: the caller scans the region instead. Like Scan it runs fn over
+// copy-on-write clones, without any lock held.
+func (f *FSM) IndexScan(name string, id uint64, indexName string, ranges []index.Range, fn func(key string, value json.RawMessage) bool) (ok bool, err error) {
+	f.mu.Lock()
+	r, err := f.st.view(name, id)
+	if err != nil || r == nil {
+		f.mu.Unlock()
+		return err == nil, err
+	}
+	x, found := r.indexes[indexName]
+	if !found {
+		f.mu.Unlock()
+		return false, nil
+	}
+	x = x.Clone()
+	entries := r.entries.Clone()
+	f.mu.Unlock()
+	return x.Scan(ranges, func(key string) bool {
+		e, ok := entries.Get(entry{key: key})
+		if !ok {
+			return true
+		}
+		return fn(key, e.value)
+	}), nil
+}
+
+// IndexLen returns how many entries an index of the region holds here, -1
+// when there is no such index.
+func (f *FSM) IndexLen(name string, id uint64, indexName string) int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r, err := f.st.view(name, id)
+	if err != nil || r == nil {
+		return -1
+	}
+	x, ok := r.indexes[indexName]
+	if !ok {
+		return -1
+	}
+	return x.Len()
 }

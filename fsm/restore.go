@@ -25,6 +25,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	st.keyFilter = f.keyFilter
 	f.mu.Lock()
+	// Indexes are derived state: rebuild the configured ones.
+	st.indexDefs = f.st.indexDefs
+	for name, r := range st.regions {
+		r.setIndexes(st.indexDefs[name])
+	}
 	f.st = st
 	f.applied.set(applied)
 	f.mu.Unlock()

@@ -3,9 +3,11 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/google/btree"
+	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -26,6 +28,10 @@ type state struct {
 	// keyFilter, when set, restricts generated keys (see Options). It is
 	// configuration, not state: not in snapshots, set again by Restore.
 	keyFilter func(string) bool
+	// indexDefs, by region name, are the secondary indexes every region
+	// of that name keeps. Configuration like keyFilter: the indexes are
+	// derived from the entries, never in snapshots, rebuilt by Restore.
+	indexDefs map[string][]index.Def
 	// lastKey is the last number handed out as a generated key. It is one
 	// counter for the whole group, so generated keys never repeat across
 	// regions, and it travels in snapshots so every replica continues it.
@@ -39,6 +45,9 @@ type regionState struct {
 	id      uint64
 	kind    region.Kind
 	entries *btree.BTreeG[entry]
+	// indexes are the region's secondary indexes by name, kept in step
+	// with entries by put, del and clear.
+	indexes map[string]*index.Index
 }
 
 // entry is one stored key and value. Values are the exact bytes a command
@@ -81,7 +90,55 @@ func (r *regionState) has(key string) bool { return r.entries.Has(entry{key: key
 
 func (r *regionState) put(key string, value json.RawMessage) {
 	// Clip capacity: nobody holding this value may append into shared memory.
-	r.entries.ReplaceOrInsert(entry{key: key, value: value[:len(value):len(value)]})
+	old, had := r.entries.ReplaceOrInsert(entry{key: key, value: value[:len(value):len(value)]})
+	for _, x := range r.indexes {
+		if had {
+			x.Remove(key, old.value)
+		}
+		x.Add(key, value)
+	}
+}
+
+// del removes an entry.
+func (r *regionState) del(key string) {
+	old, had := r.entries.Delete(entry{key: key})
+	if had {
+		for _, x := range r.indexes {
+			x.Remove(key, old.value)
+		}
+	}
+}
+
+// clear removes every entry. A new tree rather than Clear: a snapshot or a
+// scan may share the old tree's nodes.
+func (r *regionState) clear() {
+	r.entries = newEntries()
+	for name, x := range r.indexes {
+		r.indexes[name] = index.New(x.Def())
+	}
+}
+
+// setIndexes makes the region keep exactly defs: indexes no longer
+// defined are dropped, new ones built from the entries, and those whose
+// path changed rebuilt.
+func (r *regionState) setIndexes(defs []index.Def) {
+	next := make(map[string]*index.Index, len(defs))
+	for _, d := range defs {
+		if x, ok := r.indexes[d.Name]; ok && slices.Equal(x.Def().Path, d.Path) {
+			next[d.Name] = x
+			continue
+		}
+		x := index.New(d)
+		r.entries.Ascend(func(e entry) bool {
+			x.Add(e.key, e.value)
+			return true
+		})
+		next[d.Name] = x
+	}
+	if len(next) == 0 {
+		next = nil
+	}
+	r.indexes = next
 }
 
 // nextKey generates a key for put-if-absent: the next decimal number of the
@@ -132,6 +189,7 @@ func (s *state) target(name string, id uint64) (*regionState, error) {
 		return nil, fmt.Errorf("region %q: id %d is older than the one here (%d): %w", name, id, r.id, region.ErrRegionNotFound)
 	}
 	r = newRegionState(region.Partition, id)
+	r.setIndexes(s.indexDefs[name])
 	s.regions[name] = r
 	return r, nil
 }

@@ -115,7 +115,7 @@ func (c *compiler) compileExpr(sc *scope, x expr) (evalFn, error) {
 			if err != nil {
 				return nil, err
 			}
-			return index(e, b, i)
+			return indexValue(e, b, i)
 		}, nil
 	case *unaryExpr:
 		return c.compileUnary(sc, x)

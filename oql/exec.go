@@ -44,6 +44,10 @@ type compiledSelect struct {
 
 	order []orderSpec
 	limit evalFn
+
+	// indexable are the WHERE conjuncts an index of the first iterator's
+	// region could serve, best first (plan.go).
+	indexable []indexCandidate
 }
 
 // orderSpec is one compiled ORDER BY key: a projected field (field >= 0;
@@ -95,6 +99,7 @@ func compileSelect(c *compiler, parent *scope, s *selectStmt) (*compiledSelect, 
 			return nil, err
 		}
 		cs.where = f
+		cs.planIndexes(c)
 	}
 	if err := cs.compileProjection(c); err != nil {
 		return nil, err
@@ -450,12 +455,18 @@ func (cs *compiledSelect) bindings(e *env, shard Source, fn func() (bool, error)
 			it = &cp
 		}
 		more := true
-		err = iterate(it, coll, func(v Value) (bool, error) {
+		visit := func(v Value) (bool, error) {
 			e.slots[cs.sc.base+i] = v
 			m, err := rec(i + 1)
 			more = m
 			return m, err
-		})
+		}
+		if i == 0 && len(cs.indexable) > 0 {
+			if used, err := cs.indexScan(e, it, visit); used || err != nil {
+				return more, err
+			}
+		}
+		err = iterate(it, coll, visit)
 		return more, err
 	}
 	_, err := rec(0)

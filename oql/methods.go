@@ -305,7 +305,7 @@ func collectionMethod(e *env, c Value, name string, args []Value) (Value, error)
 		return n == 0, nil
 	case "get":
 		if len(args) == 1 {
-			return index(e, c, args[0])
+			return indexValue(e, c, args[0])
 		}
 	case "contains":
 		if len(args) == 1 {
@@ -315,9 +315,9 @@ func collectionMethod(e *env, c Value, name string, args []Value) (Value, error)
 	return Undefined, nil
 }
 
-// index is v[i]: a list position (0-based, out of range is an error), a
+// indexValue is v[i]: a list position (0-based, out of range is an error), a
 // map member, or a region key.
-func index(e *env, v, i Value) (Value, error) {
+func indexValue(e *env, v, i Value) (Value, error) {
 	switch x := v.(type) {
 	case nil, undefinedValue:
 		return Undefined, nil

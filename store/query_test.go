@@ -93,7 +93,7 @@ func TestQueriesAcrossNodes(t *testing.T) {
 
 	// Partitioned-region rules.
 	for _, q := range []string{
-		"SELECT o.id FROM /p o ORDER BY o.total",              // ORDER BY not derivable from the projection
+		"SELECT o.id FROM /p o ORDER BY o.total",             // ORDER BY not derivable from the projection
 		"SELECT COUNT(*) FROM /p a, /p2 b WHERE a.id = b.id", // two partitioned regions (p2 below)
 	} {
 		mustCreate(t, leader.Store, "p2", region.Partition)

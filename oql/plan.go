@@ -37,14 +37,8 @@ type indexCandidate struct {
 // Equality and IN come first: they select the fewest rows.
 func (cs *compiledSelect) planIndexes(c *compiler) {
 	s := cs.stmt
-	if s.where == nil || len(s.from) == 0 || regionOf(s.from[0].x) == "" {
-		return
-	}
-	if m, ok := s.from[0].x.(*memberExpr); ok && m.name != "values" {
+	if s.where == nil || len(s.from) == 0 || !isValuesIterator(s.from[0].x) {
 		return // keySet and entrySet iterate keys or entries, not values
-	}
-	if _, ok := s.from[0].x.(*callExpr); ok {
-		return
 	}
 	var conjuncts []expr
 	var split func(x expr)
@@ -303,4 +297,42 @@ func prefixRange(p string) (lo, hi string, ok bool) {
 		return "", "", false
 	}
 	return prefix, prefix[:len(prefix)-size] + string(next), true
+}
+
+// IndexPath checks an index definition as Geode writes one — an
+// expression over a FROM clause, e.g. "o.customerId" over "/orders o" —
+// and returns the region path and the member path it indexes. Only member
+// paths of the one iterator can be indexed.
+func IndexPath(expression, from string) (region string, path []string, err error) {
+	q, err := Parse("SELECT " + expression + " FROM " + from)
+	if err != nil {
+		return "", nil, err
+	}
+	s := q.st.sel
+	if s == nil || len(s.from) != 1 || len(s.proj) != 1 || s.where != nil || s.distinct || s.limit != nil ||
+		len(s.orderBy) > 0 || len(s.groupBy) > 0 || s.proj[0].alias != "" {
+		return "", nil, errorf("an index is one expression over one region: expression %q, from %q", expression, from)
+	}
+	region = regionOf(s.from[0].x)
+	if region == "" || !isValuesIterator(s.from[0].x) {
+		return "", nil, errorf("the FROM clause of an index must name one region, as in \"/orders o\"; got %q", from)
+	}
+	cs := &compiledSelect{stmt: s, sc: &scope{names: []string{s.from[0].name}}}
+	path = cs.iterPath(s.proj[0].x)
+	if path == nil {
+		return "", nil, errorf("the indexed expression must be a member path of the iterator, such as o.customerId; got %q", expression)
+	}
+	return region, path, nil
+}
+
+// isValuesIterator reports whether an iterator over a region yields its
+// values (/r or /r.values), not its keys or entries.
+func isValuesIterator(x expr) bool {
+	switch x := x.(type) {
+	case *regionExpr:
+		return true
+	case *memberExpr:
+		return x.name == "values"
+	}
+	return false
 }

@@ -83,3 +83,15 @@ type NamedQuery struct {
 	ID  string `json:"id"`
 	OQL string `json:"oql"`
 }
+
+// IndexInfo defines a secondary index, in the shape of Geode's index
+// definitions: {"name":"byCustomer","expression":"o.customerId","from":"/orders o"}.
+// Region and Path are filled in by the store: the region it is on and the
+// member path it indexes.
+type IndexInfo struct {
+	Name       string   `json:"name"`
+	Expression string   `json:"expression"`
+	From       string   `json:"from"`
+	Region     string   `json:"region,omitempty"`
+	Path       []string `json:"path,omitempty"`
+}

@@ -63,6 +63,10 @@ func (s *Server) routes() {
 	s.handle(http.MethodPost, managementPrefix+"/regions", s.mgmtCreateRegion)
 	s.handle(http.MethodGet, managementPrefix+"/regions/:name", s.mgmtGetRegion)
 	s.handle(http.MethodDelete, managementPrefix+"/regions/:name", s.mgmtDeleteRegion)
+	s.handle(http.MethodGet, managementPrefix+"/regions/:name/indexes", s.mgmtListIndexes)
+	s.handle(http.MethodPost, managementPrefix+"/regions/:name/indexes", s.mgmtCreateIndex)
+	s.handle(http.MethodGet, managementPrefix+"/regions/:name/indexes/:index", s.mgmtGetIndex)
+	s.handle(http.MethodDelete, managementPrefix+"/regions/:name/indexes/:index", s.mgmtDeleteIndex)
 
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)

@@ -28,6 +28,11 @@ type Store interface {
 	Delete(ctx context.Context, name string, keys []string) error                         // missing → ErrKeyNotFound, nothing deleted
 	Clear(ctx context.Context, name string) error                                         // PARTITION → ErrNotSupported
 
+	// Secondary indexes, defined in the control group.
+	CreateIndex(ctx context.Context, regionName string, def region.IndexInfo) error // exists → *region.ConflictError
+	Indexes(ctx context.Context, c region.Consistency, regionName string) ([]region.IndexInfo, error)
+	DeleteIndex(ctx context.Context, regionName, name string) error // unknown → ErrKeyNotFound
+
 	// Named queries (kept in the control group) and query execution.
 	Queries(ctx context.Context, c region.Consistency) ([]region.NamedQuery, error)
 	NamedQuery(ctx context.Context, c region.Consistency, id string) (region.NamedQuery, error) // unknown → ErrKeyNotFound

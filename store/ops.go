@@ -74,8 +74,10 @@ func (s *Store) DestroyRegion(ctx context.Context, name string) error {
 			return fmt.Errorf("destroy region %q in its partition groups: %w", name, err)
 		}
 	}
-	_, err = s.apply(ctx, &fsm.Command{Op: fsm.OpDestroyRegion, Region: name})
-	return err
+	if _, err = s.apply(ctx, &fsm.Command{Op: fsm.OpDestroyRegion, Region: name}); err != nil {
+		return err
+	}
+	return s.dropIndexes(ctx, name)
 }
 
 // EnsureRegions creates the regions that do not exist yet, retrying until

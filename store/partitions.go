@@ -174,6 +174,7 @@ func (s *Store) runPartitions() {
 	}
 	for {
 		s.syncPartitions(st)
+		s.syncIndexes()
 		select {
 		case <-s.stop:
 			return

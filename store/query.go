@@ -35,6 +35,7 @@ func (s *Store) Query(ctx context.Context, c region.Consistency, q *oql.Query, p
 	if err := q.Check(qs.partitioned); err != nil {
 		return nil, err
 	}
+	s.syncIndexes()
 	ref, ok := qs.refs[q.ScatterRegion()]
 	if !ok || ref.kind != region.Partition {
 		return q.Execute(ctx, qs, params, opt)
@@ -145,6 +146,7 @@ func (s *Store) servePartial(ctx context.Context, g *group, req queryReq) (*oql.
 	if err != nil {
 		return nil, err
 	}
+	s.syncIndexes()
 	return q.ExecutePartial(ctx, qs, qs.shard(g), params, oql.Options{MaxRows: req.MaxRows})
 }
 

@@ -73,6 +73,10 @@ func KeyOf(v any) (Key, bool) {
 	return Key{}, false
 }
 
+// SameKind reports whether two keys are of one kind (both numbers, both
+// strings or both booleans).
+func SameKind(a, b Key) bool { return a.kind == b.kind }
+
 // Compare orders keys (see the package doc).
 func Compare(a, b Key) int {
 	if a.kind != b.kind {

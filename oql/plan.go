@@ -23,11 +23,15 @@ type IndexedSource interface {
 	ScanIndex(ctx context.Context, region, name string, ranges []index.Range, fn func(key string, value []byte) bool) (ok bool, err error)
 }
 
-// indexCandidate is a WHERE conjunct an index on path could serve.
+// indexCandidate is a WHERE conjunct an index on path could serve, or
+// (op "RANGE") the conjuncts bounding path from below and above, merged.
 type indexCandidate struct {
 	path []string
-	op   string   // = < <= > >= IN LIKE
+	op   string   // = < <= > >= IN LIKE RANGE
 	args []evalFn // the operand(s): constant over the query's rows
+	// RANGE: the bounds; a nil fn is an open end.
+	lo, hi         evalFn
+	loIncl, hiIncl bool
 }
 
 // planIndexes finds the conjuncts of WHERE that an index of the first
@@ -101,7 +105,40 @@ func (cs *compiledSelect) planIndexes(c *compiler) {
 			rng = append(rng, cand)
 		}
 	}
-	cs.indexable = append(eq, rng...)
+	cs.indexable = append(eq, mergeRanges(rng)...)
+}
+
+// mergeRanges combines the lower and upper bounds on one path (o.id >= $1
+// AND o.id < $2) into one RANGE candidate, so the index reads just the
+// rows between them. LIKE candidates stay as they are.
+func mergeRanges(cands []indexCandidate) []indexCandidate {
+	var out []indexCandidate
+	byPath := map[string]int{}
+	for _, c := range cands {
+		if c.op == "LIKE" {
+			out = append(out, c)
+			continue
+		}
+		k := strings.Join(c.path, "\x00")
+		i, ok := byPath[k]
+		if !ok {
+			byPath[k] = len(out)
+			out = append(out, indexCandidate{path: c.path, op: "RANGE"})
+			i = len(out) - 1
+		}
+		r := &out[i]
+		switch c.op {
+		case ">", ">=":
+			if r.lo == nil {
+				r.lo, r.loIncl = c.args[0], c.op == ">="
+			}
+		case "<", "<=":
+			if r.hi == nil {
+				r.hi, r.hiIncl = c.args[0], c.op == "<="
+			}
+		}
+	}
+	return out
 }
 
 // isConstant reports whether x is a literal or a bind parameter.
@@ -248,14 +285,32 @@ func (c indexCandidate) ranges(e *env) ([]index.Range, bool, error) {
 	switch c.op {
 	case "=":
 		return []index.Range{index.Point(vals[0])}, true, nil
-	case "<":
-		return []index.Range{{Hi: vals[0]}}, true, nil
-	case "<=":
-		return []index.Range{{Hi: vals[0], HiIncl: true}}, true, nil
-	case ">":
-		return []index.Range{{Lo: vals[0]}}, true, nil
-	case ">=":
-		return []index.Range{{Lo: vals[0], LoIncl: true}}, true, nil
+	case "RANGE":
+		r := index.Range{LoIncl: c.loIncl, HiIncl: c.hiIncl}
+		for _, b := range []struct {
+			fn  evalFn
+			dst *any
+		}{{c.lo, &r.Lo}, {c.hi, &r.Hi}} {
+			if b.fn == nil {
+				continue
+			}
+			v, err := b.fn(e)
+			if err != nil {
+				return nil, false, err
+			}
+			if _, scalar := index.KeyOf(v); !scalar {
+				return nil, false, nil
+			}
+			*b.dst = v
+		}
+		lo, _ := index.KeyOf(r.Lo)
+		hi, _ := index.KeyOf(r.Hi)
+		if r.Lo != nil && r.Hi != nil && !index.SameKind(lo, hi) {
+			// o.x > 5 AND o.x < 'a' matches nothing, but a scan would
+			// say so (or fail) row by row: let it.
+			return nil, false, nil
+		}
+		return []index.Range{r}, true, nil
 	case "IN":
 		out := make([]index.Range, len(vals))
 		for i, v := range vals {

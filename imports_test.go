@@ -69,7 +69,8 @@ func TestImportRules(t *testing.T) {
 		"fsm":       {module + "/store", module + "/rest", module + "/cluster", echoPkg},
 		"store":     {module + "/rest", echoPkg},
 		"cluster":   {raftPkg, module + "/store", module + "/fsm"},
-		"oql":       {module + "/store", module + "/fsm", raftPkg, echoPkg},
+		"oql":       {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"index":     {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"function":  {module + "/fsm", raftPkg},
 		"rest":      {raftPkg, module + "/fsm", memberlistPkg},
 		"partition": {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
@@ -94,17 +95,20 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 
-	// partition is pure placement math: no I/O, no clock, no randomness of
-	// its own. (fmt reaches os transitively, so this checks its imports.)
-	for _, imp := range imports[module+"/partition"] {
-		switch {
-		case hasPrefixPkg(imp, "net"), hasPrefixPkg(imp, "os"), hasPrefixPkg(imp, "syscall"),
-			imp == "time", hasPrefixPkg(imp, "math/rand"), hasPrefixPkg(imp, "io"), imp == "log", hasPrefixPkg(imp, "log/slog"):
-			t.Errorf("partition imports %s; it must stay pure (no I/O, clock or randomness)", imp)
+	// partition, oql and index are pure: no I/O, no randomness of their
+	// own (oql's context deadlines come from its caller). (fmt reaches os
+	// transitively, so this checks their imports.)
+	for _, p := range []string{"partition", "oql", "index"} {
+		for _, imp := range imports[module+"/"+p] {
+			switch {
+			case hasPrefixPkg(imp, "net"), hasPrefixPkg(imp, "os"), hasPrefixPkg(imp, "syscall"),
+				p == "partition" && imp == "time", hasPrefixPkg(imp, "math/rand"), hasPrefixPkg(imp, "io"), imp == "log", hasPrefixPkg(imp, "log/slog"):
+				t.Errorf("%s imports %s; it must stay pure (no I/O or randomness)", p, imp)
+			}
 		}
-	}
-	if _, ok := imports[module+"/partition"]; !ok {
-		t.Errorf("package partition not found by go list")
+		if _, ok := imports[module+"/"+p]; !ok {
+			t.Errorf("package %s not found by go list", p)
+		}
 	}
 
 	directOnly := map[string][]string{

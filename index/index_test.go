@@ -22,8 +22,8 @@ func TestCompareOrdersLikeOQL(t *testing.T) {
 		{int64(5), 5.5, -1},
 		{float32(2.5), 2.5, 0},
 		{int64(1) << 62, (int64(1) << 62) + 1, -1}, // integers compare exactly
-		{"B", "a", -1},                // uppercase before lowercase
-		{"\U0001F600", "\uFFFD", -1},  // a surrogate pair sorts before U+FFFD, as in Java
+		{"B", "a", -1},                             // uppercase before lowercase
+		{"\U0001F600", "\uFFFD", -1},               // a surrogate pair sorts before U+FFFD, as in Java
 		{"ab", "abc", -1},
 		{false, true, -1},
 		{true, int64(0), -1}, // kinds: booleans, numbers, strings

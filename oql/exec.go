@@ -281,7 +281,7 @@ func (cs *compiledSelect) compileGrouping(c *compiler) error {
 	}
 	for gi, g := range s.groupBy {
 		text := exprString(g)
-		matched := false
+		var matched expr
 		for pi, p := range s.proj {
 			if cs.aggs[pi] != nil {
 				continue
@@ -290,13 +290,13 @@ func (cs *compiledSelect) compileGrouping(c *compiler) error {
 				if cs.groupOf[pi] < 0 {
 					cs.groupOf[pi] = gi
 				}
-				matched = true
+				matched = p.x // an alias groups by what it names
 			}
 		}
-		if !matched {
+		if matched == nil {
 			return errorf("GROUP BY %s: the expression must also be in the SELECT list", text)
 		}
-		f, err := c.compileExpr(cs.sc, g)
+		f, err := c.compileExpr(cs.sc, matched)
 		if err != nil {
 			return err
 		}

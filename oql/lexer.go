@@ -28,6 +28,7 @@ const (
 type token struct {
 	kind      tokKind
 	text      string
+	raw       string // a keyword as written (text is upper case)
 	line, col int
 }
 
@@ -218,7 +219,9 @@ func (lx *lexer) next() (token, error) {
 		}
 		word := lx.src[start:lx.pos]
 		if lower := strings.ToLower(word); reserved[lower] {
-			return tok(tKeyword, strings.ToUpper(word)), nil
+			t := tok(tKeyword, strings.ToUpper(word))
+			t.raw = word
+			return t, nil
 		}
 		return tok(tIdent, word), nil
 	}

@@ -187,6 +187,13 @@ func (p *parser) qualifiedName() (string, error) {
 	}
 	for p.isOp(".") {
 		p.pos++
+		// After a dot a class or package name may be a reserved word
+		// (com.example.Order): it cannot be read as anything else.
+		if t := p.peek(); t.kind == tKeyword {
+			p.pos++
+			n += "." + t.raw
+			continue
+		}
 		m, err := p.name()
 		if err != nil {
 			return "", err

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -226,6 +227,27 @@ func TestInProcessCluster(t *testing.T) {
 			if want := fmt.Sprintf(`{"i":%d}`, i); r.body != want {
 				t.Fatalf("%s: k%d = %s, want %s", node.cfg.Name, i, r.body, want)
 			}
+		}
+	}
+
+	// Queries over REST across nodes: a named query created on one node
+	// runs on the others; an index created on one is used on all; a
+	// partitioned region is queried from every node.
+	q := url.QueryEscape("SELECT o.i FROM /orders o WHERE o.i >= $1 AND o.i < $2 ORDER BY o.i")
+	mustCall(t, a, "POST", "/kv/v1/queries?id=window&q="+q, "", 201)
+	mustCall(t, b, "POST", "/management/v1/regions/orders/indexes", `{"name":"byI","expression":"o.i","from":"/orders o"}`, 201)
+	mustCall(t, b, "POST", "/management/v1/regions", `{"name":"parts","type":"PARTITION"}`, 201)
+	for i := 0; i < 30; i++ {
+		mustCall(t, []*node{a, b, c}[i%3], "PUT", fmt.Sprintf("/kv/v1/parts/p%d", i), fmt.Sprintf(`{"i":%d,"g":%d}`, i, i%3), 200)
+	}
+	for _, node := range []*node{a, b, c} {
+		r := mustCall(t, node, "POST", "/kv/v1/queries/window", `[{"@type":"int","@value":5},{"@type":"int","@value":9}]`, 200)
+		if r.body != "[5,6,7,8]" {
+			t.Fatalf("%s: named query window(5, 9) = %s, want [5,6,7,8]", node.cfg.Name, r.body)
+		}
+		r = mustCall(t, node, "GET", "/kv/v1/queries/adhoc?q="+url.QueryEscape("SELECT p.g AS g, COUNT(*) AS n FROM /parts p GROUP BY p.g ORDER BY g"), "", 200)
+		if r.body != `[{"g":0,"n":10},{"g":1,"n":10},{"g":2,"n":10}]` {
+			t.Fatalf("%s: grouped query over the partitioned region = %s", node.cfg.Name, r.body)
 		}
 	}
 

@@ -24,6 +24,14 @@ import (
 // Each reports the median and 99th-percentile latency of its requests.
 //
 //	go test -run '^$' -bench Query100k -benchtime 200x ./rest
+//
+// 2-core AMD EPYC VM, 24 GiB, Go 1.26 (p50 / p99):
+//
+//	point query on an indexed member          0.06 ms / 0.35 ms
+//	point query without an index             38 ms   / 98 ms
+//	range of 100 ids, two binds, indexed      0.33 ms / 0.73 ms
+//	range of 100 ids, two binds, no index    39 ms   / 55 ms
+//	full scan with a predicate               55 ms   / 71 ms
 
 var (
 	query100kOnce sync.Once
@@ -73,6 +81,14 @@ func query100k(b *testing.B) string {
 func benchRequests(b *testing.B, method, u, body string, wantRows int) {
 	client := &http.Client{}
 	lat := make([]time.Duration, 0, b.N)
+	// One request first: it builds the indexes (once per index, after its
+	// creation) and opens the connection.
+	warm, _ := http.NewRequest(method, u, strings.NewReader(body))
+	warm.Header.Set("Content-Type", "application/json")
+	if resp, err := client.Do(warm); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()

@@ -167,8 +167,8 @@ func (s *Server) runQuery(c echo.Context) error {
 		}
 	}
 	if len(params) != q.Params() {
-		return queryFailed(ctx, s.cfg.MaxQueryTime, fmt.Errorf("%w: query %q has %d parameter(s), %d bind value(s) were given",
-			oql.ErrBind, id, q.Params(), len(params)))
+		return queryFailed(ctx, s.cfg.MaxQueryTime, fmt.Errorf("%w: query %q has %d parameter(s) (up to $%d), %d bind value(s) were given",
+			oql.ErrBind, id, q.Params(), q.Params(), len(params)))
 	}
 	return s.execute(c, cons, q, params)
 }

@@ -17,13 +17,12 @@ type Query struct {
 	text string
 	st   *statement
 
-	once     sync.Once
-	prog     *program
-	progErr  error
-	params   int
-	regions  []string
-	scatter  string
-	usesAggs bool
+	once    sync.Once
+	prog    *program
+	progErr error
+	params  int
+	regions []string
+	scatter string
 }
 
 // program is a compiled query.

@@ -106,17 +106,7 @@ func (c *compiler) compileExpr(sc *scope, x expr) (evalFn, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(e *env) (Value, error) {
-			b, err := base(e)
-			if err != nil {
-				return nil, err
-			}
-			i, err := idx(e)
-			if err != nil {
-				return nil, err
-			}
-			return indexValue(e, b, i)
-		}, nil
+		return both(base, idx, indexValue), nil
 	case *unaryExpr:
 		return c.compileUnary(sc, x)
 	case *binaryExpr:
@@ -348,17 +338,7 @@ func (c *compiler) compileBinary(sc *scope, x *binaryExpr) (evalFn, error) {
 			return combine3(isAnd, ab, bb), nil
 		}, nil
 	case "=", "<>", "<", "<=", ">", ">=":
-		return func(e *env) (Value, error) {
-			a, err := l(e)
-			if err != nil {
-				return nil, err
-			}
-			b, err := r(e)
-			if err != nil {
-				return nil, err
-			}
-			return compareOp(op, a, b)
-		}, nil
+		return both(l, r, func(_ *env, a, b Value) (Value, error) { return compareOp(op, a, b) }), nil
 	case "LIKE", "NOT LIKE":
 		negated := op == "NOT LIKE"
 		var fixed *regexp.Regexp
@@ -394,31 +374,26 @@ func (c *compiler) compileBinary(sc *scope, x *binaryExpr) (evalFn, error) {
 			return v, nil
 		}, nil
 	case "IN":
-		return func(e *env) (Value, error) {
-			a, err := l(e)
-			if err != nil {
-				return nil, err
-			}
-			coll, err := r(e)
-			if err != nil {
-				return nil, err
-			}
-			return in(e, a, coll)
-		}, nil
+		return both(l, r, in), nil
 	case "+", "-", "*", "/", "%":
-		return func(e *env) (Value, error) {
-			a, err := l(e)
-			if err != nil {
-				return nil, err
-			}
-			b, err := r(e)
-			if err != nil {
-				return nil, err
-			}
-			return arith(op, a, b)
-		}, nil
+		return both(l, r, func(_ *env, a, b Value) (Value, error) { return arith(op, a, b) }), nil
 	}
 	return nil, errorf("unknown operator %s", op)
+}
+
+// both evaluates l, then r, and combines their values with f.
+func both(l, r evalFn, f func(e *env, a, b Value) (Value, error)) evalFn {
+	return func(e *env) (Value, error) {
+		a, err := l(e)
+		if err != nil {
+			return nil, err
+		}
+		b, err := r(e)
+		if err != nil {
+			return nil, err
+		}
+		return f(e, a, b)
+	}
 }
 
 // tri is a three-valued boolean: OQL's null and UNDEFINED are "unknown".

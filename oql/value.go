@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/kvnode/kvnode/index"
 	"github.com/tidwall/gjson"
 )
 
@@ -238,27 +238,8 @@ func compareNumbers(a, b Value) int {
 }
 
 // compareStrings compares like Java's String.compareTo: by UTF-16 code
-// units, case-sensitively.
-func compareStrings(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			return utf16Key(ra) - utf16Key(rb)
-		}
-		a, b = a[na:], b[nb:]
-	}
-	return len(a) - len(b)
-}
-
-// utf16Key orders runes by their first UTF-16 code unit: supplementary
-// characters (surrogate pairs, 0xD800..) sort before U+E000..U+FFFF.
-func utf16Key(r rune) int {
-	if r >= 0x10000 {
-		return 0xD800 + int((r-0x10000)>>10)
-	}
-	return int(r)
-}
+// units, case-sensitively (the order indexes keep too).
+func compareStrings(a, b string) int { return index.CompareStrings(a, b) }
 
 // comparable3 compares two non-null, defined values of compatible kinds;
 // ok is false for kinds that do not compare (string vs number...).

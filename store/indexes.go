@@ -99,25 +99,7 @@ func (s *Store) DeleteIndex(ctx context.Context, regionName, name string) error 
 	if _, err := s.refresh(ctx, regionName); err != nil {
 		return err
 	}
-	key := indexKey(regionName, name)
-	for {
-		g0, err := s.readGroup(ctx, region.Linearizable)
-		if err != nil {
-			return err
-		}
-		_, version, ok := g0.fsm.Meta(key)
-		if !ok {
-			return fmt.Errorf("index %q on region %q: %w", name, regionName, region.ErrKeyNotFound)
-		}
-		_, err = s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaVersion: version})
-		if errors.Is(err, region.ErrVersionConflict) {
-			continue
-		}
-		if errors.Is(err, region.ErrKeyNotFound) {
-			return fmt.Errorf("index %q on region %q: %w", name, regionName, region.ErrKeyNotFound)
-		}
-		return err
-	}
+	return s.changeMeta(ctx, indexKey(regionName, name), nil, fmt.Sprintf("index %q on region %q", name, regionName))
 }
 
 // dropIndexes deletes every index definition of a destroyed region, so a

@@ -427,10 +427,15 @@ func (s *Store) DeleteQuery(ctx context.Context, id string) error {
 	return s.changeQuery(ctx, id, nil)
 }
 
-// changeQuery sets (or with nil, deletes) an existing named query by
-// compare-and-set on its version, retrying when another change won.
+// changeQuery sets (or with nil, deletes) an existing named query.
 func (s *Store) changeQuery(ctx context.Context, id string, text []byte) error {
-	key := queryKeyPrefix + id
+	return s.changeMeta(ctx, queryKeyPrefix+id, text, fmt.Sprintf("named query %q", id))
+}
+
+// changeMeta sets (or with nil, deletes) an existing metadata key of group
+// 0 by compare-and-set on its version, retrying when another change won;
+// a missing key is region.ErrKeyNotFound, reported as what.
+func (s *Store) changeMeta(ctx context.Context, key string, value []byte, what string) error {
 	for {
 		g0, err := s.readGroup(ctx, region.Linearizable)
 		if err != nil {
@@ -438,14 +443,14 @@ func (s *Store) changeQuery(ctx context.Context, id string, text []byte) error {
 		}
 		_, version, ok := g0.fsm.Meta(key)
 		if !ok {
-			return fmt.Errorf("named query %q: %w", id, region.ErrKeyNotFound)
+			return fmt.Errorf("%s: %w", what, region.ErrKeyNotFound)
 		}
-		_, err = s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: text})
-		if errors.Is(err, region.ErrVersionConflict) {
+		_, err = s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: value})
+		switch {
+		case errors.Is(err, region.ErrVersionConflict):
 			continue
-		}
-		if errors.Is(err, region.ErrKeyNotFound) {
-			return fmt.Errorf("named query %q: %w", id, region.ErrKeyNotFound)
+		case errors.Is(err, region.ErrKeyNotFound):
+			return fmt.Errorf("%s: %w", what, region.ErrKeyNotFound)
 		}
 		return err
 	}

@@ -3,13 +3,16 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -244,5 +247,50 @@ func TestQueryLimits(t *testing.T) {
 	fails(500, "maximum query time").check(t, ts, ts.do(t, "GET", adhoc("SELECT COUNT(*) FROM /big a, /big b, /big c WHERE a.i + b.i + c.i = -1"), "", ""))
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the cancelled query took %v, want it stopped soon after 50ms", d)
+	}
+}
+
+// watchedStore tells when a query's execution in the store ends, and how.
+type watchedStore struct {
+	Store
+	ended chan error
+}
+
+func (w watchedStore) Query(ctx context.Context, c region.Consistency, q *oql.Query, params []any, opt oql.Options) (*oql.Result, error) {
+	res, err := w.Store.Query(ctx, c, q, params, opt)
+	w.ended <- err
+	return res, err
+}
+
+// TestQueryStopsWhenTheClientGoesAway: a client that disconnects stops its
+// query on the server long before --max-query-time.
+func TestQueryStopsWhenTheClientGoesAway(t *testing.T) {
+	w := watchedStore{Store: newTestStore(t), ended: make(chan error, 1)}
+	ts := serve(t, Config{MaxQueryTime: time.Minute}, w, nil)
+	var kv []string
+	for i := range 300 {
+		kv = append(kv, fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"i":%d}`, i))
+	}
+	ts.mkRegion(t, "big", region.Replicate, kv...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", ts.base+adhoc("SELECT COUNT(*) FROM /big a, /big b, /big c WHERE a.i + b.i + c.i = -1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the 27-million-row query answered %d within 200ms; want the client to give up first", resp.StatusCode)
+	}
+	select {
+	case err := <-w.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the query ended with %v, want context.Canceled", err)
+		}
+		t.Logf("query stopped %v after the request started", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the query still runs 10s after its client went away")
 	}
 }

@@ -30,6 +30,7 @@ func newHandlers() *handlers {
 		OpCAS:           (*state).cas,
 		OpDelete:        (*state).delete,
 		OpClear:         (*state).clear,
+		OpClearPart:     (*state).clearPart,
 		OpSetMeta:       (*state).setMeta,
 		OpBatch:         nil, // FSM.applyBatchCommand
 	}
@@ -227,6 +228,21 @@ func (s *state) clear(c *Command, _ uint64) *Result {
 	}
 	if r.kind == region.Partition {
 		return refuse(fmt.Errorf("region %q: clearing a partitioned region is not supported; delete its entries by key or destroy the region: %w", c.Region, region.ErrNotSupported))
+	}
+	r.clear()
+	return &Result{}
+}
+
+// clearPart removes every entry of this partition group's part of a
+// partitioned region: the ClearRegion function clears a partitioned region
+// group by group with it, each group atomically.
+func (s *state) clearPart(c *Command, _ uint64) *Result {
+	if c.RegionID == 0 {
+		return invalid(c, "clear-part needs the region id of a partition group")
+	}
+	r, err := s.target(c.Region, c.RegionID)
+	if err != nil {
+		return refuse(err)
 	}
 	r.clear()
 	return &Result{}

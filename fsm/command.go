@@ -44,7 +44,7 @@ type Command struct {
 
 // version is the format version Encode writes for c.
 func (c *Command) version() byte {
-	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch {
+	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch || c.Op == OpClearPart {
 		return commandV2
 	}
 	return commandV1
@@ -172,6 +172,9 @@ func DecodeCommand(b []byte) (Command, error) {
 			}
 		}
 		return c, nil
+	}
+	if op == OpClearPart && d.err == nil && v != commandV2 {
+		return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV2)
 	}
 	c := Command{Op: op, Region: d.str("region name")}
 	if v == commandV2 {

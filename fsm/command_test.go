@@ -53,6 +53,7 @@ func goldenCommandsV2() []Command {
 		{Op: OpPutIfAbsent, Region: "orders", RegionID: 300, Entries: []region.Entry{{Key: "", Value: []byte(`{"g":1}`)}}},
 		{Op: OpCAS, Region: "orders", RegionID: 5, Pairs: []region.CASPair{{Key: "k", Old: []byte(`{"v":1}`), New: []byte(`{"v":2}`)}}},
 		{Op: OpDestroyRegion, Region: "orders", RegionID: 1 << 40},
+		{Op: OpClearPart, Region: "events", RegionID: 7},
 		{Op: OpSetMeta, MetaKey: "partition/table", MetaVersion: 42, MetaValue: []byte(`{"replicationFactor":3,"groups":[]}`)},
 		{Op: OpBatch, Batch: [][]byte{
 			(&Command{Op: OpPut, Region: "orders", Entries: entries("a", `{"v":1}`)}).Encode(nil),
@@ -63,8 +64,8 @@ func goldenCommandsV2() []Command {
 
 func TestCommandGolden(t *testing.T) {
 	cmds := goldenCommands()
-	if len(cmds) != int(maxOp)-2 {
-		t.Fatalf("goldenCommands has %d commands, want one per version-1 op (%d)", len(cmds), maxOp-2)
+	if len(cmds) != int(maxOp)-3 {
+		t.Fatalf("goldenCommands has %d commands, want one per version-1 op (%d)", len(cmds), maxOp-3)
 	}
 	type named struct {
 		name string
@@ -162,7 +163,8 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"version 0", []byte{0, 3, 0}, "format version 0"},
 		{"version 3", []byte{3, 3, 0}, "format version 3"},
 		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
-		{"op 11", []byte{1, 11, 0}, "unknown op 11"},
+		{"op 12", []byte{1, 12, 0}, "unknown op 12"},
+		{"clear-part in version 1", []byte{1, 11, 0}, "needs format version 2"},
 		{"batch in version 1", []byte{1, byte(OpBatch), 0}, "needs format version 2"},
 		{"empty batch", []byte{2, byte(OpBatch), 0}, "empty batch"},
 		{"nested batch", cat([]byte{2, byte(OpBatch), 1}, uv(uint64(len(nestedBatch()))), nestedBatch()), "cannot be batched"},

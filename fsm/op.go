@@ -18,11 +18,12 @@ const (
 	OpClear         Op = 8  // Region: remove all entries; refused for PARTITION regions
 	OpSetMeta       Op = 9  // MetaKey, MetaVersion (expected), MetaValue: compare-and-set of versioned metadata
 	OpBatch         Op = 10 // Batch: encoded entry commands (put .. delete) applied in order as one entry
+	OpClearPart     Op = 11 // Region, RegionID (non-zero): remove every entry of a partition group's part of the region
 )
 
 // maxOp is the highest Op this build knows; the dispatch table has one slot
 // per value up to it.
-const maxOp = OpBatch
+const maxOp = OpClearPart
 
 // String returns the operation's name as it appears in error messages and in
 // the golden file names (testdata/golden/<name>.bin).
@@ -48,6 +49,8 @@ func (o Op) String() string {
 		return "set-meta"
 	case OpBatch:
 		return "batch"
+	case OpClearPart:
+		return "clear-part"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }

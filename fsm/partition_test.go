@@ -242,3 +242,19 @@ func TestBatchAppliesEachSubCommand(t *testing.T) {
 		t.Fatalf("AppliedIndex = %d, want %d", n.f.AppliedIndex(), n.index)
 	}
 }
+
+func TestClearPart(t *testing.T) {
+	n := newNode(t)
+	n.must(Command{Op: OpPut, Region: "p", RegionID: 5, Entries: entries("a", `{}`, "b", `{}`)})
+	if res := n.apply(Command{Op: OpClearPart, Region: "p"}); !errors.Is(res.Err, region.ErrInvalid) {
+		t.Fatalf("clear-part without a region id: %v, want ErrInvalid", res.Err)
+	}
+	n.must(Command{Op: OpClearPart, Region: "p", RegionID: 5})
+	if c, _ := n.f.Count("p", 5); c != 0 {
+		t.Fatalf("after clear-part the part holds %d entries", c)
+	}
+	n.must(Command{Op: OpDestroyRegion, Region: "p", RegionID: 5})
+	if res := n.apply(Command{Op: OpClearPart, Region: "p", RegionID: 5}); !errors.Is(res.Err, region.ErrRegionNotFound) {
+		t.Fatalf("clear-part of a destroyed incarnation: %v, want ErrRegionNotFound", res.Err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -38,6 +39,9 @@ func as[T error]() func(error) bool {
 func errorStatuses() []errorStatus {
 	return []errorStatus{
 		{as[*queryError](), http.StatusInternalServerError},
+		{as[*functionError](), http.StatusInternalServerError},
+		{is(function.ErrUnknownFunction), http.StatusNotFound},
+		{is(function.ErrUnknownTarget), http.StatusNotFound},
 		{is(region.ErrInvalid), http.StatusBadRequest},
 		{is(region.ErrKeyAbsent), http.StatusBadRequest},
 		{is(region.ErrRegionNotFound), http.StatusNotFound},

@@ -47,6 +47,13 @@ func (s *Server) routes() {
 		http.MethodPut:    s.updateQuery,
 		http.MethodDelete: s.deleteQuery,
 	})
+	// Functions.
+	s.fixed(kvPrefix+"/functions", map[string]echo.HandlerFunc{
+		http.MethodGet: s.listFunctions,
+	})
+	s.fixed(kvPrefix+"/functions/:id", map[string]echo.HandlerFunc{
+		http.MethodPost: s.runFunction,
+	})
 	s.handle(http.MethodGet, kvPrefix+"/:region", s.listEntries, notReserved)
 	s.handle(http.MethodHead, kvPrefix+"/:region", s.countEntries, notReserved)
 	s.handle(http.MethodPost, kvPrefix+"/:region", s.createEntry, notReserved)
@@ -67,6 +74,12 @@ func (s *Server) routes() {
 	s.handle(http.MethodPost, managementPrefix+"/regions/:name/indexes", s.mgmtCreateIndex)
 	s.handle(http.MethodGet, managementPrefix+"/regions/:name/indexes/:index", s.mgmtGetIndex)
 	s.handle(http.MethodDelete, managementPrefix+"/regions/:name/indexes/:index", s.mgmtDeleteIndex)
+
+	// Deployed functions.
+	s.handle(http.MethodGet, managementPrefix+"/functions", s.mgmtListFunctions)
+	s.handle(http.MethodGet, managementPrefix+"/functions/:id", s.mgmtGetFunction)
+	s.handle(http.MethodPut, managementPrefix+"/functions/:id", s.mgmtPutFunction)
+	s.handle(http.MethodDelete, managementPrefix+"/functions/:id", s.mgmtDeleteFunction)
 
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)

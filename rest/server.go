@@ -29,7 +29,12 @@ type Config struct {
 	// MaxQueryRows caps a query's result; a larger one answers 500.
 	// Default 100,000.
 	MaxQueryRows int
-	Logger       *slog.Logger
+	// Functions runs server-side functions; nil answers 404 on their paths.
+	Functions Functions
+	// FunctionTimeout bounds a function call (instead of RequestTimeout).
+	// Default 30s.
+	FunctionTimeout time.Duration
+	Logger          *slog.Logger
 }
 
 // Server is the HTTP API of one node. It holds no state of its own beyond
@@ -63,6 +68,9 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	}
 	if cfg.MaxQueryRows <= 0 {
 		cfg.MaxQueryRows = DefaultMaxQueryRows
+	}
+	if cfg.FunctionTimeout <= 0 {
+		cfg.FunctionTimeout = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -115,6 +123,9 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 			if c.Request().Method != http.MethodDelete && c.Request().Method != http.MethodPut {
 				timeout = s.cfg.MaxQueryTime
 			}
+		case kvPrefix + "/functions/:id":
+			// And so has running a function (--function-timeout).
+			timeout = s.cfg.FunctionTimeout
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), timeout)
 		defer cancel()

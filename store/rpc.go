@@ -54,11 +54,13 @@ const (
 type rpcServer struct {
 	s   *Store
 	srv *http.Server
+	// mux routes the RPCs; HandleRPC adds others' (function calls).
+	mux *http.ServeMux
 }
 
 func newRPCServer(s *Store) *rpcServer {
 	mux := http.NewServeMux()
-	r := &rpcServer{s: s}
+	r := &rpcServer{s: s, mux: mux}
 	mux.HandleFunc("POST /v1/groups/{gid}/apply", r.apply)
 	mux.HandleFunc("POST /v1/groups/{gid}/read", r.read)
 	mux.HandleFunc("POST /v1/groups/{gid}/readindex", r.readIndex)

@@ -28,6 +28,8 @@ type inProcess struct {
 	nodes map[string]*node
 	dirs  map[string]string
 	seeds []string // gossip addresses of every node started so far
+	// tune, when set, adjusts a node's configuration before it starts.
+	tune func(name string, cfg *Config)
 }
 
 func newInProcess(t *testing.T) *inProcess {
@@ -78,6 +80,9 @@ func (ip *inProcess) start(name string, expect int) *node {
 	cfg.ShutdownTimeout = 10 * time.Second
 	// Like a real seed list: every member ever started, dead ones included.
 	cfg.Join = slices.Clone(ip.seeds)
+	if ip.tune != nil {
+		ip.tune(name, &cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		ip.t.Fatalf("config: %v", err)
 	}

@@ -45,6 +45,7 @@ type Config struct {
 	MaxBodySize       int64
 	MaxQueryTime      time.Duration
 	MaxQueryRows      int
+	FunctionTimeout   time.Duration
 }
 
 // defaultConfig is a working single-node cluster in ./kvdata on :8080.
@@ -70,6 +71,7 @@ func defaultConfig() Config {
 		MaxBodySize:       16 << 20,
 		MaxQueryTime:      30 * time.Second,
 		MaxQueryRows:      100_000,
+		FunctionTimeout:   30 * time.Second,
 	}
 }
 
@@ -200,6 +202,7 @@ func flagSet(cfg *Config, out io.Writer) *flag.FlagSet {
 	fs.Var(sizeValue{&cfg.MaxBodySize}, "max-body-size", "largest accepted request body (bytes, or with KiB/MiB/GiB; default 16MiB)")
 	fs.DurationVar(&cfg.MaxQueryTime, "max-query-time", cfg.MaxQueryTime, "longest a query may run before it is cancelled (500)")
 	fs.IntVar(&cfg.MaxQueryRows, "max-query-rows", cfg.MaxQueryRows, "largest query result, in rows (larger → 500)")
+	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
 	return fs
 }
 
@@ -309,6 +312,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxQueryTime <= 0 {
 		errs = append(errs, fmt.Errorf("--max-query-time %v: must be positive", c.MaxQueryTime))
+	}
+	if c.FunctionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--function-timeout %v: must be positive", c.FunctionTimeout))
 	}
 	if c.MaxQueryRows <= 0 {
 		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))

@@ -128,22 +128,29 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 	}
 	cleanup = append(cleanup, func() { _ = n.store.Close() })
 
+	fns, err := newFunctions(cfg, n.store, n.cluster, n.restURL)
+	if err != nil {
+		return nil, err
+	}
+
 	ctx, n.cancel = context.WithCancel(ctx)
 	n.store.Start()
 	n.cluster.Start(ctx)
 
 	api := rest.New(rest.Config{
-		RequestTimeout: cfg.RequestTimeout,
-		MaxBodyBytes:   cfg.MaxBodySize,
-		MaxQueryTime:   cfg.MaxQueryTime,
-		MaxQueryRows:   cfg.MaxQueryRows,
-		Logger:         logger.With("component", "rest"),
+		Functions:       fns,
+		FunctionTimeout: cfg.FunctionTimeout,
+		RequestTimeout:  cfg.RequestTimeout,
+		MaxBodyBytes:    cfg.MaxBodySize,
+		MaxQueryTime:    cfg.MaxQueryTime,
+		MaxQueryRows:    cfg.MaxQueryRows,
+		Logger:          logger.With("component", "rest"),
 	}, n.store, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       max(cfg.RequestTimeout, cfg.MaxQueryTime) + 30*time.Second,
-		WriteTimeout:      max(cfg.RequestTimeout, cfg.MaxQueryTime) + 30*time.Second,
+		ReadTimeout:       max(cfg.RequestTimeout, cfg.MaxQueryTime, cfg.FunctionTimeout) + 30*time.Second,
+		WriteTimeout:      max(cfg.RequestTimeout, cfg.MaxQueryTime, cfg.FunctionTimeout) + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),

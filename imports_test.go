@@ -71,7 +71,7 @@ func TestImportRules(t *testing.T) {
 		"cluster":   {raftPkg, module + "/store", module + "/fsm"},
 		"oql":       {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"index":     {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"function":  {module + "/fsm", raftPkg},
+		"function":  {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"rest":      {raftPkg, module + "/fsm", memberlistPkg},
 		"partition": {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 )
 
 // DefaultPermission is what running a function requires unless it says
@@ -139,7 +141,7 @@ func (a Arg) MarshalJSON() ([]byte, error) {
 	t, _ := json.Marshal(a.Type)
 	b = append(b, t...)
 	if !a.IsObject() {
-		v, err := json.Marshal(a.Value)
+		v, err := marshalScalar(a.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +150,7 @@ func (a Arg) MarshalJSON() ([]byte, error) {
 	}
 	for _, f := range a.Fields {
 		k, _ := json.Marshal(f.Name)
-		v, err := json.Marshal(f.Value)
+		v, err := marshalScalar(f.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -169,4 +171,18 @@ func (a *Arg) UnmarshalJSON(b []byte) error {
 	}
 	*a = parsed
 	return nil
+}
+
+// marshalScalar writes a scalar so that it reads back with the same kind:
+// a whole float keeps a fraction (2.0, not 2, which would read as an int).
+func marshalScalar(v any) ([]byte, error) {
+	switch f := v.(type) {
+	case float64:
+		if f == math.Trunc(f) && !math.IsInf(f, 0) && math.Abs(f) < 1e15 {
+			return []byte(strconv.FormatFloat(f, 'f', 1, 64)), nil
+		}
+	case float32:
+		return marshalScalar(float64(f))
+	}
+	return json.Marshal(v)
 }

@@ -69,27 +69,39 @@ func Builtins() []Function {
 	}
 }
 
+// regionCount is one RegionSize result.
+type regionCount struct {
+	Member  string `json:"member"`
+	Region  string `json:"region"`
+	Group   uint64 `json:"group,omitempty"`
+	Entries int    `json:"entries"`
+}
+
 func regionSize(ctx context.Context, c *Call) ([]any, error) {
 	counts, err := c.Data.CountLocal(ctx, c.Region, c.Groups)
 	if err != nil {
 		return nil, err
 	}
 	if !c.Partitioned {
-		return []any{map[string]any{"member": c.Member, "region": c.Region, "entries": counts[0]}}, nil
+		return []any{regionCount{Member: c.Member, Region: c.Region, Entries: counts[0]}}, nil
 	}
 	out := make([]any, len(c.Groups))
 	for i, g := range c.Groups {
-		out[i] = map[string]any{"member": c.Member, "region": c.Region, "group": g, "entries": counts[i]}
+		out[i] = regionCount{Member: c.Member, Region: c.Region, Group: g, Entries: counts[i]}
 	}
 	return out, nil
 }
 
+// regionSizeTotal appends {"region":..,"total":..} to the counts.
 func regionSizeTotal(req *Request, results []json.RawMessage) ([]json.RawMessage, error) {
 	total := int64(0)
 	for _, r := range results {
 		total += gjson.GetBytes(r, "entries").Int()
 	}
-	t, _ := json.Marshal(map[string]any{"region": req.OnRegion, "total": total})
+	t, _ := json.Marshal(struct {
+		Region string `json:"region"`
+		Total  int64  `json:"total"`
+	}{req.OnRegion, total})
 	return append(results, t), nil
 }
 
@@ -182,7 +194,12 @@ func sumField(ctx context.Context, c *Call) ([]any, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return []any{map[string]any{"member": c.Member, "groups": c.Groups, "count": sum.count, "sum": sum.value()}}, nil
+	return []any{struct {
+		Member string   `json:"member"`
+		Groups []uint64 `json:"groups,omitempty"`
+		Count  int      `json:"count"`
+		Sum    any      `json:"sum"`
+	}{c.Member, c.Groups, sum.count, sum.value()}}, nil
 }
 
 // sumFieldTotal merges the members' partial sums into the answer: [sum].

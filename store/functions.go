@@ -18,9 +18,15 @@ import (
 // metadata API for deployed functions.
 
 // HandleRPC serves h for pattern (http.ServeMux syntax, e.g. "POST
-// /v1/functions") on the internal port, beside the store's own RPCs.
+// /v1/functions") on the internal port, beside the store's own RPCs. The
+// request's context carries the caller's remaining deadline (CallMember
+// sends it), as the store's own RPCs do.
 func (s *Store) HandleRPC(pattern string, h http.Handler) {
-	s.rpc.mux.Handle(pattern, h)
+	s.rpc.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := requestContext(r)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	}))
 }
 
 // CallMember POSTs body to path on a live member's internal port, with the

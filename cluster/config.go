@@ -40,6 +40,10 @@ type Config struct {
 	// Profile selects memberlist's timing: "lan" (default) or "local"
 	// (fast failure detection, for tests and single-host clusters).
 	Profile string
+	// SecretKey, when set (16, 24 or 32 bytes), encrypts and
+	// authenticates all gossip with AES-GCM (memberlist's keyring): a node
+	// without the key can neither read the cluster's gossip nor join it.
+	SecretKey []byte
 	// Logger receives this package's logs and memberlist's. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -67,6 +71,7 @@ type settings struct {
 	seeds     []seed
 	retry     time.Duration
 	profile   string
+	secret    []byte
 	log       *slog.Logger
 }
 
@@ -75,7 +80,13 @@ func (cfg Config) settings() (settings, error) {
 		name:    cfg.Name,
 		retry:   cfg.RetryInterval,
 		profile: cfg.Profile,
+		secret:  cfg.SecretKey,
 		log:     cfg.Logger,
+	}
+	switch len(s.secret) {
+	case 0, 16, 24, 32:
+	default:
+		return settings{}, fmt.Errorf("gossip key: %d bytes; want 16, 24 or 32", len(s.secret))
 	}
 	if s.name == "" {
 		return settings{}, errors.New("node name is empty")
@@ -174,6 +185,11 @@ func memberlistConfig(s settings, d *gossipDelegate, v *view) (*memberlist.Confi
 	if s.advertise.IsValid() {
 		mc.AdvertiseAddr = s.advertise.Addr().String()
 		mc.AdvertisePort = int(s.advertise.Port())
+	}
+	if len(s.secret) > 0 {
+		mc.SecretKey = s.secret
+		mc.GossipVerifyIncoming = true
+		mc.GossipVerifyOutgoing = true
 	}
 	mc.Delegate = d
 	mc.Events = v

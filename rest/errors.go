@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
 )
@@ -38,6 +39,9 @@ func as[T error]() func(error) bool {
 // is consulted, so the table applies only when no value came with them.
 func errorStatuses() []errorStatus {
 	return []errorStatus{
+		{is(auth.ErrUnauthenticated), http.StatusUnauthorized},
+		{is(auth.ErrForbidden), http.StatusForbidden},
+		{is(auth.ErrThrottled), http.StatusTooManyRequests},
 		{as[*queryError](), http.StatusInternalServerError},
 		{as[*functionError](), http.StatusInternalServerError},
 		{is(function.ErrUnknownFunction), http.StatusNotFound},
@@ -106,6 +110,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	status := statusOf(err)
 	h := c.Response().Header()
 	switch status {
+	case http.StatusUnauthorized:
+		h.Set(echo.HeaderWWWAuthenticate, `Basic realm="kvnode"`)
+	case http.StatusTooManyRequests:
+		h.Set(headerRetryAfter, "60")
 	case http.StatusServiceUnavailable:
 		h.Set(headerRetryAfter, "1")
 	case http.StatusMethodNotAllowed:

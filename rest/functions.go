@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
 )
@@ -30,6 +31,8 @@ type Functions interface {
 	// script is region.ErrInvalid, a built-in's id region.ErrKeyExists.
 	Deploy(ctx context.Context, d function.Deployment) (bool, error)
 	Undeploy(ctx context.Context, id string) error // unknown → ErrKeyNotFound
+	// Permission is what running the function needs; function.ErrUnknownFunction if none.
+	Permission(ctx context.Context, id string) (string, error)
 }
 
 // functionsOrNotFound returns the service, or a 404 on a server built
@@ -87,6 +90,17 @@ func (s *Server) runFunction(c echo.Context) error {
 	}
 	id, err := pathParam(c, "id")
 	if err != nil {
+		return err
+	}
+	perm, err := fs.Permission(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	need, err := auth.ParsePermission(perm)
+	if err != nil {
+		return fmt.Errorf("function %s declares a bad permission: %w", id, err)
+	}
+	if err := s.authorize(c, need); err != nil {
 		return err
 	}
 	req := function.Request{ID: id}

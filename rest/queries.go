@@ -160,6 +160,9 @@ func (s *Server) runQuery(c echo.Context) error {
 	if err != nil {
 		return queryFailed(ctx, s.cfg.MaxQueryTime, err)
 	}
+	if err := s.authorizeRegions(c, q.Regions()); err != nil {
+		return err
+	}
 	params := make([]any, len(args))
 	for i, a := range args {
 		if params[i], err = oql.Bind(a.Type, a.Value); err != nil {
@@ -187,6 +190,9 @@ func (s *Server) adhocQuery(c echo.Context) error {
 	q, err := s.store.CompileQuery(text)
 	if err != nil {
 		return queryFailed(ctx, s.cfg.MaxQueryTime, err)
+	}
+	if err := s.authorizeRegions(c, q.Regions()); err != nil {
+		return err
 	}
 	if q.Params() > 0 {
 		return queryFailed(ctx, s.cfg.MaxQueryTime, fmt.Errorf("%w: an ad-hoc query has no bind values, but this one uses $%d", oql.ErrBind, q.Params()))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/kvnode/kvnode/auth"
 )
 
 // Defaults for the zero Config.
@@ -29,6 +31,9 @@ type Config struct {
 	// MaxQueryRows caps a query's result; a larger one answers 500.
 	// Default 100,000.
 	MaxQueryRows int
+	// Auth, when set, turns security on: HTTP Basic credentials and
+	// Geode-style permissions on every request but /ping.
+	Auth *auth.Authenticator
 	// Functions runs server-side functions; nil answers 404 on their paths.
 	Functions Functions
 	// FunctionTimeout bounds a function call (instead of RequestTimeout).
@@ -89,7 +94,7 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	}
 	e.HTTPErrorHandler = s.handleError
 	e.Pre(routeOnEscapedPath)
-	e.Use(s.accessLog, s.recoverPanics, s.deadline)
+	e.Use(s.accessLog, s.recoverPanics, s.authenticate, s.deadline)
 	s.routes()
 	return s
 }

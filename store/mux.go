@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -151,12 +152,27 @@ func (m *mux) close() error {
 	return err
 }
 
+// dialer opens connections to other nodes' internal ports: TCP, then TLS
+// when the cluster uses mutual TLS on the internal port.
+type dialer struct {
+	net *net.Dialer
+	tls *tls.Config // nil: plain TCP
+}
+
 // dialMux opens a connection to another node's internal port and writes the
-// header for kind (and group, for Raft).
-func dialMux(ctx context.Context, dialer *net.Dialer, addr string, kind byte, gid uint64) (net.Conn, error) {
-	conn, err := dialer.DialContext(ctx, "tcp", addr)
+// header that routes it to kind (and group gid).
+func dialMux(ctx context.Context, d *dialer, addr string, kind byte, gid uint64) (net.Conn, error) {
+	conn, err := d.net.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if d.tls != nil {
+		tc := tls.Client(conn, d.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		conn = tc
 	}
 	hdr := make([]byte, 2, 2+binary.MaxVarintLen64)
 	hdr[0], hdr[1] = muxMagic, kind
@@ -233,7 +249,7 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 type raftLayer struct {
 	*chanListener
 	gid    uint64
-	dialer *net.Dialer
+	dialer *dialer
 }
 
 // Dial implements raft.StreamLayer.

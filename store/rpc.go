@@ -268,10 +268,10 @@ type rpcClient struct {
 	hc *http.Client
 }
 
-func newRPCClient(dialer *net.Dialer) *rpcClient {
+func newRPCClient(d *dialer) *rpcClient {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return dialMux(ctx, dialer, addr, kindRPC, 0)
+			return dialMux(ctx, d, addr, kindRPC, 0)
 		},
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 128,

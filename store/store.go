@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +73,11 @@ type Config struct {
 	// table's values rule (defaults 4 and 3).
 	PartitionGroups   int
 	ReplicationFactor int
-	Logger            *slog.Logger
+	// TLS, when set, is the client side of mutual TLS on the internal
+	// port: the certificate this node presents and the CA it trusts. The
+	// caller wraps Listener with the matching server side.
+	TLS    *tls.Config
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -129,7 +134,7 @@ type Store struct {
 	mux    *mux
 	rpc    *rpcServer
 	client *rpcClient
-	dialer *net.Dialer
+	dialer *dialer
 
 	mu     sync.RWMutex
 	groups map[uint64]*group
@@ -172,7 +177,7 @@ func New(cfg Config) (*Store, error) {
 		cfg:     cfg,
 		name:    cfg.NodeName,
 		logger:  cfg.Logger,
-		dialer:  &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second},
+		dialer:  &dialer{net: &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}, tls: cfg.TLS},
 		groups:  make(map[uint64]*group),
 		started: time.Now(),
 		stop:    make(chan struct{}),

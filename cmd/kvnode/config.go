@@ -46,6 +46,11 @@ type Config struct {
 	MaxQueryTime      time.Duration
 	MaxQueryRows      int
 	FunctionTimeout   time.Duration
+	SecurityFile      string
+	TLSCert           string
+	TLSKey            string
+	TLSCA             string
+	GossipKey         string
 }
 
 // defaultConfig is a working single-node cluster in ./kvdata on :8080.
@@ -202,6 +207,11 @@ func flagSet(cfg *Config, out io.Writer) *flag.FlagSet {
 	fs.Var(sizeValue{&cfg.MaxBodySize}, "max-body-size", "largest accepted request body (bytes, or with KiB/MiB/GiB; default 16MiB)")
 	fs.DurationVar(&cfg.MaxQueryTime, "max-query-time", cfg.MaxQueryTime, "longest a query may run before it is cancelled (500)")
 	fs.IntVar(&cfg.MaxQueryRows, "max-query-rows", cfg.MaxQueryRows, "largest query result, in rows (larger → 500)")
+	fs.StringVar(&cfg.SecurityFile, "security-file", cfg.SecurityFile, "JSON file of users (bcrypt hashes) and roles; turns authentication on; re-read on SIGHUP")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", cfg.TLSCert, "PEM certificate: HTTPS on the REST port, and this node's identity on the internal port with --tls-ca")
+	fs.StringVar(&cfg.TLSKey, "tls-key", cfg.TLSKey, "PEM private key of --tls-cert")
+	fs.StringVar(&cfg.TLSCA, "tls-ca", cfg.TLSCA, "PEM CA: mutual TLS on the internal port (Raft and RPC); peers need a certificate it signed")
+	fs.StringVar(&cfg.GossipKey, "gossip-key", cfg.GossipKey, "base64 key (16, 24 or 32 bytes) that encrypts gossip; every member needs the same")
 	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
 	return fs
 }

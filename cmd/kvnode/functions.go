@@ -253,6 +253,15 @@ func (f functions) Deploy(ctx context.Context, d function.Deployment) (bool, err
 	return f.deployed.store.MetaPut(ctx, functionKeyPrefix+d.ID, raw)
 }
 
+// Permission is what running a function needs.
+func (f functions) Permission(ctx context.Context, id string) (string, error) {
+	fn, err := f.Lookup(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return fn.Permission, nil
+}
+
 // Undeploy removes a deployment; region.ErrKeyNotFound if there is none.
 func (f functions) Undeploy(ctx context.Context, id string) error {
 	return f.deployed.store.MetaDelete(ctx, functionKeyPrefix+id, fmt.Sprintf("deployed function %q", id))

@@ -46,6 +46,10 @@ func runWithOutput(ctx context.Context, args, env []string, out io.Writer) error
 		fmt.Fprintln(out, "kvnode", version)
 		return nil
 	}
+	if len(args) > 0 && args[0] == "hash-password" {
+		// The password comes on stdin, never in argv (ps shows argv).
+		return hashPassword(os.Stdin, os.Stdout)
+	}
 	cfg, unknownEnv, err := parseConfig(args, env, out)
 	if err != nil {
 		return err
@@ -61,11 +65,18 @@ func runWithOutput(ctx context.Context, args, env []string, out io.Writer) error
 	if err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		return n.shutdown(true)
-	case err := <-n.serveErr:
-		return errors.Join(err, n.shutdown(false))
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return n.shutdown(true)
+		case err := <-n.serveErr:
+			return errors.Join(err, n.shutdown(false))
+		case <-hup:
+			_ = n.reloadSecurity() // it logs the outcome
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	sockaddr "github.com/hashicorp/go-sockaddr"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
@@ -24,8 +26,12 @@ type node struct {
 	cfg    Config
 	logger *slog.Logger
 
-	httpLn   net.Listener
-	httpSrv  *http.Server
+	httpLn  net.Listener
+	httpSrv *http.Server
+	// tls is the node's TLS (nil parts: plain); auth its security file
+	// (nil: security off).
+	tls      tlsSetup
+	auth     *auth.Authenticator
 	store    *store.Store
 	cluster  *cluster.Cluster
 	restURL  string
@@ -56,6 +62,18 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		}
 	}()
 
+	if n.tls, err = loadTLS(cfg); err != nil {
+		return nil, err
+	}
+	secret, err := gossipKey(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SecurityFile != "" {
+		if n.auth, err = auth.Load(cfg.SecurityFile); err != nil {
+			return nil, fmt.Errorf("--security-file: %w", err)
+		}
+	}
 	internalLn, err := net.Listen("tcp", cfg.InternalAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --internal-addr %s: %w", cfg.InternalAddr, err)
@@ -74,7 +92,11 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 	advInternal := advertiseAddr(internalLn.Addr(), host)
 	n.restURL = cfg.AdvertiseHTTP
 	if n.restURL == "" {
-		n.restURL = "http://" + advertiseAddr(n.httpLn.Addr(), host)
+		scheme := "http://"
+		if n.tls.rest != nil {
+			scheme = "https://"
+		}
+		n.restURL = scheme + advertiseAddr(n.httpLn.Addr(), host)
 	}
 
 	// Gossip on an unspecified address advertises the same host as the
@@ -100,6 +122,7 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		Join:          cfg.Join,
 		RetryInterval: opts.retryJoin,
 		Profile:       opts.gossipProfile,
+		SecretKey:     secret,
 		Logger:        logger.With("component", "gossip"),
 	})
 	if err != nil {
@@ -107,10 +130,15 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 	}
 	cleanup = append(cleanup, func() { _ = n.cluster.Shutdown() })
 
+	storeLn := internalLn
+	if n.tls.internalServer != nil {
+		storeLn = tls.NewListener(internalLn, n.tls.internalServer)
+	}
 	n.store, err = store.New(store.Config{
 		NodeName:          cfg.Name,
 		DataDir:           cfg.DataDir,
-		Listener:          internalLn,
+		Listener:          storeLn,
+		TLS:               n.tls.internalClient,
 		Advertise:         advInternal,
 		BootstrapExpect:   cfg.BootstrapExpect,
 		JoinRequested:     len(cfg.Join) > 0,
@@ -138,6 +166,7 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 	n.cluster.Start(ctx)
 
 	api := rest.New(rest.Config{
+		Auth:            n.auth,
 		Functions:       fns,
 		FunctionTimeout: cfg.FunctionTimeout,
 		RequestTimeout:  cfg.RequestTimeout,
@@ -155,8 +184,12 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	serveLn := n.httpLn
+	if n.tls.rest != nil {
+		serveLn = tls.NewListener(n.httpLn, n.tls.rest)
+	}
 	go func() {
-		if err := n.httpSrv.Serve(n.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.httpSrv.Serve(serveLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.serveErr <- fmt.Errorf("REST server: %w", err)
 		}
 	}()
@@ -170,8 +203,23 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 	abs, _ := filepath.Abs(cfg.DataDir)
 	logger.Info("kvnode started", "name", cfg.Name, "version", version, "rest", n.restURL,
 		"http", n.httpLn.Addr().String(), "internal", advInternal, "gossip", n.cluster.LocalAddr(),
-		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join)
+		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join,
+		"security", n.auth != nil, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
 	return n, nil
+}
+
+// reloadSecurity re-reads the security file (SIGHUP); a file that does not
+// load leaves the current one in force.
+func (n *node) reloadSecurity() error {
+	if n.auth == nil {
+		return errors.New("security is off: no --security-file to reload")
+	}
+	if err := n.auth.Reload(); err != nil {
+		n.logger.Error("reloading the security file failed; the previous one stays in force", "error", err)
+		return err
+	}
+	n.logger.Info("security file reloaded", "path", n.cfg.SecurityFile)
+	return nil
 }
 
 // shutdown stops the node. A graceful shutdown (SIGTERM) stops accepting

@@ -252,6 +252,13 @@ func New(f *File) *Authenticator {
 	return a
 }
 
+// SetFailureLimit changes how many failed logins a client may make per
+// window before it is refused for the rest of the window (default 10 per
+// minute).
+func (a *Authenticator) SetFailureLimit(max int, per time.Duration) {
+	a.limiter = newLimiter(max, per)
+}
+
 // Reload reads the file again; on any error the loaded one stays in force.
 func (a *Authenticator) Reload() error {
 	if a.path == "" {

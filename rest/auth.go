@@ -86,11 +86,16 @@ func (s *Server) routePermissions(c echo.Context) []auth.Permission {
 		return []auth.Permission{read}
 	case kvPrefix + "/servers":
 		return []auth.Permission{{Resource: "CLUSTER", Operation: "READ"}}
-	case kvPrefix + "/queries", kvPrefix + "/queries/adhoc":
+	case kvPrefix + "/queries":
 		return []auth.Permission{read}
+	case kvPrefix + "/queries/adhoc":
+		return nil // read on each region the query reads, in adhocQuery
 	case kvPrefix + "/queries/:id":
-		if method == http.MethodDelete {
+		switch method {
+		case http.MethodDelete:
 			return []auth.Permission{write}
+		case http.MethodPost:
+			return nil // read on each region the query reads, in runQuery
 		}
 		return []auth.Permission{read}
 	case kvPrefix + "/functions":
@@ -133,8 +138,12 @@ func (s *Server) routePermissions(c echo.Context) []auth.Permission {
 	return nil
 }
 
-// authorizeRegions checks read permission on every region a query names.
+// authorizeRegions checks read permission on every region a query names
+// (DATA:READ itself for a query that names none).
 func (s *Server) authorizeRegions(c echo.Context, paths []string) error {
+	if len(paths) == 0 {
+		return s.authorize(c, auth.Permission{Resource: "DATA", Operation: "READ"})
+	}
 	for _, p := range paths {
 		if err := s.authorize(c, auth.Permission{Resource: "DATA", Operation: "READ", Region: strings.TrimPrefix(p, "/")}); err != nil {
 			return err

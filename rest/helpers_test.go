@@ -22,6 +22,8 @@ import (
 type testServer struct {
 	base  string // http://127.0.0.1:port
 	store Store
+	// user and password, when set, go with every request (security on).
+	user, password string
 }
 
 // fixedMembers is a Members with a fixed list.
@@ -85,6 +87,9 @@ func (ts *testServer) send(t *testing.T, method string, u *url.URL, contentType,
 		t.Fatalf("build request: %v", err)
 	}
 	req.URL = u // as built, even when it is not a valid URL
+	if ts.user != "" {
+		req.SetBasicAuth(ts.user, ts.password)
+	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

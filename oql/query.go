@@ -38,8 +38,14 @@ type compiler struct {
 	slots int
 }
 
+// MaxQueryLength is the longest query text Parse accepts, in bytes.
+const MaxQueryLength = 32 << 10
+
 // Parse parses a query text. Errors are *SyntaxError with the position.
 func Parse(text string) (*Query, error) {
+	if len(text) > MaxQueryLength {
+		return nil, &SyntaxError{Line: 1, Column: 1, Msg: fmt.Sprintf("the query is %d bytes long; at most %d are accepted", len(text), MaxQueryLength)}
+	}
 	st, err := parse(text)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,37 @@ func NormalizeValue(raw []byte) (json.RawMessage, error) {
 	if err := json.Compact(&buf, trimmed); err != nil {
 		return nil, fmt.Errorf("%w: malformed JSON: %v", ErrInvalid, err)
 	}
+	if d := depth(buf.Bytes()); d > MaxValueDepth {
+		return nil, fmt.Errorf("%w: the value nests %d levels deep; at most %d are allowed", ErrInvalid, d, MaxValueDepth)
+	}
 	return json.RawMessage(buf.Bytes()), nil
+}
+
+// MaxValueDepth is how deeply objects and arrays may nest in a value: deep
+// enough for any document, shallow enough that no recursive reader
+// (queries, functions, clients) can be pushed into a stack overflow.
+const MaxValueDepth = 64
+
+// depth is the deepest nesting of objects and arrays in valid, compact
+// JSON.
+func depth(b []byte) int {
+	d, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString && c == '\\':
+			i++ // skip the escaped character
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			d++
+			deepest = max(deepest, d)
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
 }
 
 // describeJSON names the kind of JSON value that starts with c, for error

@@ -93,10 +93,27 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 		allow:   map[string][]string{},
 	}
 	e.HTTPErrorHandler = s.handleError
-	e.Pre(routeOnEscapedPath)
+	e.Pre(limitURL, routeOnEscapedPath)
 	e.Use(s.accessLog, s.recoverPanics, s.authenticate, s.deadline)
 	s.routes()
 	return s
+}
+
+// MaxURLBytes is the longest request target (path and query) served; a
+// longer one is 414. It leaves room for a query of oql.MaxQueryLength
+// encoded in ?q=.
+const MaxURLBytes = 96 << 10
+
+// limitURL refuses request targets longer than MaxURLBytes with 414.
+func limitURL(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if n := len(c.Request().RequestURI); n > MaxURLBytes {
+			return writeDoc(c, http.StatusRequestURITooLong, struct {
+				Cause string `json:"cause"`
+			}{fmt.Sprintf("the request URL is %d bytes long; at most %d are accepted", n, MaxURLBytes)})
+		}
+		return next(c)
+	}
 }
 
 // Handler returns the Echo instance; the caller owns the http.Server.

@@ -181,7 +181,7 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		ReadTimeout:       max(cfg.RequestTimeout, cfg.MaxQueryTime, cfg.FunctionTimeout) + 30*time.Second,
 		WriteTimeout:      max(cfg.RequestTimeout, cfg.MaxQueryTime, cfg.FunctionTimeout) + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    128 << 10, // above rest.MaxURLBytes, so a long URL gets a JSON 414
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	serveLn := n.httpLn

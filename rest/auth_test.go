@@ -176,17 +176,19 @@ func TestEveryEndpointUnderSecurity(t *testing.T) {
 		t.Errorf("Touch ran %d times, want once (for admin only)", ran)
 	}
 
-	// /ping needs nothing, even with bad credentials.
-	for _, user := range []string{"", "admin"} {
-		req, _ := http.NewRequest("GET", ts.base+"/kv/v1/ping", nil)
-		if user != "" {
-			req.SetBasicAuth(user, "wrong")
+	// /ping and /ready need nothing, even with bad credentials.
+	for _, probe := range []string{"/kv/v1/ping", "/ready"} {
+		for _, user := range []string{"", "admin"} {
+			req, _ := http.NewRequest("GET", ts.base+probe, nil)
+			if user != "" {
+				req.SetBasicAuth(user, "wrong")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%s (user %q) = %v, %v", probe, user, resp, err)
+			}
+			resp.Body.Close()
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("ping (%q) = %v, %v", user, resp, err)
-		}
-		resp.Body.Close()
 	}
 }
 

@@ -77,3 +77,13 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// ready is GET|HEAD /ready: 200 with an empty body when the node has
+// joined a cluster with a leader and caught up; else 503 with the cause.
+// Like /ping it needs no credentials, for readiness probes.
+func (s *Server) ready(c echo.Context) error {
+	if err := s.store.Ready(c.Request().Context()); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK)
+}

@@ -30,6 +30,8 @@ func TestPingAndServers(t *testing.T) {
 		{"functions is not a region", "GET", "/kv/v1/functions", fails(404, "/kv/v1/functions")},
 		{"queries keys is a named query, not a region's keys", "GET", "/kv/v1/queries/keys",
 			expect{status: 405, cause: "GET", header: map[string]string{"Allow": "OPTIONS, DELETE, POST, PUT"}}},
+		{"ready", "GET", "/ready", expect{status: 200, noBody: true}},
+		{"ready HEAD", "HEAD", "/ready", expect{status: 200, noBody: true}},
 		{"no route", "GET", "/nothing/here", fails(404, "GET /nothing/here")},
 		{"no route HEAD", "HEAD", "/nothing/here", expect{status: 404, noBody: true}},
 		{"region with trailing slash", "GET", "/kv/v1/orders/", fails(404, "/kv/v1/orders/")},

@@ -24,6 +24,10 @@ const (
 // beside a parameter are therefore registered with fixed(), which answers
 // every method itself.
 func (s *Server) routes() {
+	// Readiness, beside /kv/v1/ping's liveness.
+	s.handle(http.MethodGet, "/ready", s.ready)
+	s.handle(http.MethodHead, "/ready", s.ready)
+
 	// Regions and entries.
 	s.handle(http.MethodGet, kvPrefix, s.listRegions)
 	s.handle(http.MethodGet, kvPrefix+"/", s.listRegions)

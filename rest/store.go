@@ -28,6 +28,9 @@ type Store interface {
 	Delete(ctx context.Context, name string, keys []string) error                         // missing → ErrKeyNotFound, nothing deleted
 	Clear(ctx context.Context, name string) error                                         // PARTITION → ErrNotSupported
 
+	// Ready is nil when the node can serve linearizable requests (GET /ready).
+	Ready(ctx context.Context) error
+
 	// Secondary indexes, defined in the control group.
 	CreateIndex(ctx context.Context, regionName string, def region.IndexInfo) error // exists → *region.ConflictError
 	Indexes(ctx context.Context, c region.Consistency, regionName string) ([]region.IndexInfo, error)

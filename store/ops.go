@@ -306,3 +306,22 @@ func pick(entries []region.Entry, idx []int) []region.Entry {
 	}
 	return out
 }
+
+// Ready reports whether this node can serve linearizable requests now: it
+// is part of the control group, which has a leader, and its copy has caught
+// up with the leader's commit index (a read barrier). It is what a
+// readiness probe asks; liveness is /ping.
+func (s *Store) Ready(ctx context.Context) error {
+	g0 := s.control()
+	if g0 == nil {
+		return errClosed
+	}
+	if !g0.hasState() {
+		return fmt.Errorf("%w: this node has not joined a cluster yet", region.ErrNoLeader)
+	}
+	if id, _ := g0.leader(); id == "" {
+		return fmt.Errorf("%w: the control group has no leader", region.ErrNoLeader)
+	}
+	_, err := s.readGroup(ctx, region.Linearizable)
+	return err
+}

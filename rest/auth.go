@@ -22,7 +22,7 @@ import (
 const principalKey = "kvnode.principal"
 
 // open are the routes that need no credentials: health probes.
-var open = map[string]bool{kvPrefix + "/ping": true, "/ready": true}
+var open = map[string]bool{kvPrefix + "/ping": true, "/livez": true, "/readyz": true}
 
 // authenticate is the middleware: credentials, then the route's
 // permissions.

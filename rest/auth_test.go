@@ -176,8 +176,8 @@ func TestEveryEndpointUnderSecurity(t *testing.T) {
 		t.Errorf("Touch ran %d times, want once (for admin only)", ran)
 	}
 
-	// /ping and /ready need nothing, even with bad credentials.
-	for _, probe := range []string{"/kv/v1/ping", "/ready"} {
+	// The probes need nothing, even with bad credentials.
+	for _, probe := range []string{"/kv/v1/ping", "/livez", "/readyz"} {
 		for _, user := range []string{"", "admin"} {
 			req, _ := http.NewRequest("GET", ts.base+probe, nil)
 			if user != "" {

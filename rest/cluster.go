@@ -78,9 +78,11 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// ready is GET|HEAD /ready: 200 with an empty body when the node has
-// joined a cluster with a leader and caught up; else 503 with the cause.
-// Like /ping it needs no credentials, for readiness probes.
+// ready is GET|HEAD /readyz: 200 with an empty body when the node has
+// joined a cluster whose control group has a leader, and has applied the
+// leader's commit index (a read barrier, bounded by the request deadline);
+// else 503 with the cause. Like /kv/v1/ping and /livez (liveness: the
+// process serves HTTP) it needs no credentials, for probes.
 func (s *Server) ready(c echo.Context) error {
 	if err := s.store.Ready(c.Request().Context()); err != nil {
 		return err

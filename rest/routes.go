@@ -24,9 +24,11 @@ const (
 // beside a parameter are therefore registered with fixed(), which answers
 // every method itself.
 func (s *Server) routes() {
-	// Readiness, beside /kv/v1/ping's liveness.
-	s.handle(http.MethodGet, "/ready", s.ready)
-	s.handle(http.MethodHead, "/ready", s.ready)
+	// Probes: liveness and readiness, beside the spec's /kv/v1/ping.
+	s.handle(http.MethodGet, "/livez", s.ping)
+	s.handle(http.MethodHead, "/livez", s.ping)
+	s.handle(http.MethodGet, "/readyz", s.ready)
+	s.handle(http.MethodHead, "/readyz", s.ready)
 
 	// Regions and entries.
 	s.handle(http.MethodGet, kvPrefix, s.listRegions)

@@ -46,6 +46,9 @@ func runWithOutput(ctx context.Context, args, env []string, out io.Writer) error
 		fmt.Fprintln(out, "kvnode", version)
 		return nil
 	}
+	if len(args) > 0 && args[0] == "healthcheck" {
+		return healthcheck(ctx, args[1:], env, out)
+	}
 	if len(args) > 0 && args[0] == "hash-password" {
 		// The password comes on stdin, never in argv (ps shows argv).
 		return hashPassword(os.Stdin, os.Stdout)

@@ -117,7 +117,7 @@ var _ net.Addr = stringAddr("")
 
 // openGroup opens (or creates) the group's stores under dir and starts its
 // Raft instance. It does not bootstrap.
-func openGroup(gid uint64, dir, localID string, layer *raftLayer, rc RaftConfig, logger *slog.Logger, fo fsm.Options) (*group, error) {
+func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.ServerAddressProvider, rc RaftConfig, logger *slog.Logger, fo fsm.Options) (*group, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft group %d: create %s: %w", gid, dir, err)
 	}
@@ -144,10 +144,13 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, rc RaftConfig,
 		return nil, fmt.Errorf("raft group %d: open snapshot store: %w", gid, err)
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  layer,
-		MaxPool: 4,
-		Timeout: 10 * time.Second,
-		Logger:  hl,
+		Stream: layer,
+		// Dial members where gossip says they are now, never at the
+		// address the configuration last recorded (see memberAddrs).
+		ServerAddressProvider: addrs,
+		MaxPool:               4,
+		Timeout:               10 * time.Second,
+		Logger:                hl,
 	})
 
 	rc = rc.withDefaults()
@@ -206,7 +209,8 @@ func (g *group) watchLeader() {
 		select {
 		case o := <-g.obsCh:
 			if lo, ok := o.Data.(raft.LeaderObservation); ok {
-				g.logger.Info("leader changed", "leader", string(lo.LeaderID), "address", string(lo.LeaderAddr))
+				addr, _ := splitRaftAddr(lo.LeaderAddr)
+				g.logger.Info("leader changed", "leader", string(lo.LeaderID), "address", addr)
 			}
 			g.leaderMu.Lock()
 			close(g.changed)
@@ -227,10 +231,13 @@ func (g *group) leaderChanged() <-chan struct{} {
 
 func (g *group) isLeader() bool { return g.raft.State() == raft.Leader }
 
-// leader returns the current leader's ID and address, empty when unknown.
+// leader returns the current leader's ID and internal address, empty when
+// unknown. Raft learns the address from the leader's RPC headers, which
+// memberAddrs tags with the leader's name; the tag is dropped here.
 func (g *group) leader() (id, addr string) {
 	a, i := g.raft.LeaderWithID()
-	return string(i), string(a)
+	addr, _ = splitRaftAddr(a)
+	return string(i), addr
 }
 
 // hasState reports whether this group has ever been bootstrapped or joined.

@@ -171,27 +171,26 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 	}
 	const timeout = 10 * time.Second
 
-	// 1. Alive members missing from Raft join as non-voters; members whose
-	// address moved (a rescheduled pod) are updated in place.
+	// 1. Recorded addresses that moved (a rescheduled pod, a restarted
+	// container) are updated; alive members missing from Raft join as
+	// non-voters.
+	var joining []string
 	for _, m := range s.aliveMembers() {
-		srv, ok := inConf[m.Name]
-		switch {
-		case !ok:
+		if _, ok := inConf[m.Name]; !ok {
+			joining = append(joining, m.Name)
+		}
+	}
+	if fix, ok := nextAddressFix(conf, s.liveAddr, joining); ok {
+		if err := s.applyAddressFix(g, fix); err != nil {
+			s.logger.Warn("update member address failed", "error", err)
+		}
+		return
+	}
+	for _, m := range s.aliveMembers() {
+		if _, ok := inConf[m.Name]; !ok {
 			s.logger.Info("adding member to the control group as non-voter", "member", m.Name, "address", m.InternalAddr)
 			if err := await(g.raft.AddNonvoter(raft.ServerID(m.Name), raft.ServerAddress(m.InternalAddr), 0, timeout), raftOpTimeout, s.stop); err != nil {
 				s.logger.Warn("add non-voter failed", "member", m.Name, "error", err)
-			}
-			return
-		case string(srv.Address) != m.InternalAddr:
-			s.logger.Info("member address changed", "member", m.Name, "from", string(srv.Address), "to", m.InternalAddr)
-			var f raft.IndexFuture
-			if srv.Suffrage == raft.Voter {
-				f = g.raft.AddVoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
-			} else {
-				f = g.raft.AddNonvoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
-			}
-			if err := await(f, raftOpTimeout, s.stop); err != nil {
-				s.logger.Warn("update member address failed", "member", m.Name, "error", err)
 			}
 			return
 		}

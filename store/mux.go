@@ -18,15 +18,23 @@ import (
 // The internal port carries every Raft group and the node-to-node RPC. Each
 // connection starts with a short header that says where it goes:
 //
-//	magic 'k' | kind byte | uvarint group id (Raft connections only)
+//	magic 'k' | kind byte | uvarint group id (Raft kinds only)
+//	          | uvarint length, member name (kindRaftTo only)
 //
 // The magic byte keeps stray clients (a curl, a port scanner) from being
-// handed to Raft's decoder.
+// handed to Raft's decoder. kindRaftTo names the member the dialer means
+// to reach, and a member refuses a connection meant for another: when
+// containers or pods restart with shuffled IPs, an address that belonged
+// to one member may now be another's, and hashicorp/raft cannot tell the
+// two apart (a vote from the wrong member would count as the intended
+// one's, twice over).
 const (
 	muxMagic      byte = 'k'
 	kindRaft      byte = 'R'
+	kindRaftTo    byte = 'T'
 	kindRPC       byte = 'P'
 	headerTimeout      = 5 * time.Second
+	maxNameLen         = 1024
 )
 
 // mux accepts connections on the internal port and hands each to the Raft
@@ -34,6 +42,7 @@ const (
 type mux struct {
 	ln        net.Listener
 	advertise net.Addr
+	self      string // this member's name, checked against kindRaftTo
 	logger    *slog.Logger
 
 	mu     sync.Mutex
@@ -42,10 +51,11 @@ type mux struct {
 	closed bool
 }
 
-func newMux(ln net.Listener, advertise net.Addr, logger *slog.Logger) *mux {
+func newMux(ln net.Listener, advertise net.Addr, self string, logger *slog.Logger) *mux {
 	m := &mux{
 		ln:        ln,
 		advertise: advertise,
+		self:      self,
 		logger:    logger,
 		groups:    make(map[uint64]*chanListener),
 	}
@@ -90,9 +100,15 @@ func (m *mux) route(conn net.Conn) {
 		switch kind {
 		case kindRPC:
 			target = m.rpc
-		case kindRaft:
+		case kindRaft, kindRaftTo:
 			var gid uint64
 			gid, err = binary.ReadUvarint(r)
+			if err == nil && kind == kindRaftTo {
+				var to string
+				if to, err = readName(r); err == nil && to != m.self {
+					err = fmt.Errorf("raft group %d: connection meant for member %q, but this is %q (the dialer has a stale address)", gid, to, m.self)
+				}
+			}
 			if err == nil {
 				m.mu.Lock()
 				target = m.groups[gid]
@@ -159,9 +175,26 @@ type dialer struct {
 	tls *tls.Config // nil: plain TCP
 }
 
+// readName reads kindRaftTo's length-prefixed member name.
+func readName(r byteReader) (string, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return "", err
+	}
+	if n == 0 || n > maxNameLen {
+		return "", fmt.Errorf("member name of %d bytes", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r.r, b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
 // dialMux opens a connection to another node's internal port and writes the
-// header that routes it to kind (and group gid).
-func dialMux(ctx context.Context, d *dialer, addr string, kind byte, gid uint64) (net.Conn, error) {
+// header that routes it to kind (and group gid, and for kindRaftTo the
+// member name to).
+func dialMux(ctx context.Context, d *dialer, addr string, kind byte, gid uint64, to string) (net.Conn, error) {
 	conn, err := d.net.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -176,8 +209,12 @@ func dialMux(ctx context.Context, d *dialer, addr string, kind byte, gid uint64)
 	}
 	hdr := make([]byte, 2, 2+binary.MaxVarintLen64)
 	hdr[0], hdr[1] = muxMagic, kind
-	if kind == kindRaft {
+	if kind == kindRaft || kind == kindRaftTo {
 		hdr = binary.AppendUvarint(hdr, gid)
+	}
+	if kind == kindRaftTo {
+		hdr = binary.AppendUvarint(hdr, uint64(len(to)))
+		hdr = append(hdr, to...)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetWriteDeadline(dl)
@@ -252,9 +289,17 @@ type raftLayer struct {
 	dialer *dialer
 }
 
-// Dial implements raft.StreamLayer.
+// Dial implements raft.StreamLayer. An address from memberAddrs names the
+// member it is meant for (see kindRaftTo); a plain host:port does not.
 func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	addr, to := splitRaftAddr(address)
+	if addr == "" {
+		return nil, fmt.Errorf("raft group %d: no address known for member %q (gossip has not heard of it)", l.gid, to)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialMux(ctx, l.dialer, string(address), kindRaft, l.gid)
+	if to == "" {
+		return dialMux(ctx, l.dialer, addr, kindRaft, l.gid, "")
+	}
+	return dialMux(ctx, l.dialer, addr, kindRaftTo, l.gid, to)
 }

@@ -308,9 +308,10 @@ func pick(entries []region.Entry, idx []int) []region.Entry {
 }
 
 // Ready reports whether this node can serve linearizable requests now: it
-// is part of the control group, which has a leader, and its copy has caught
-// up with the leader's commit index (a read barrier). It is what a
-// readiness probe asks; liveness is /ping.
+// is part of the control group, which has a leader, its copy has caught
+// up with the leader's commit index (a read barrier), and every partition
+// group it hosts has a leader. It is what a readiness probe asks;
+// liveness is /livez.
 func (s *Store) Ready(ctx context.Context) error {
 	g0 := s.control()
 	if g0 == nil {
@@ -322,6 +323,16 @@ func (s *Store) Ready(ctx context.Context) error {
 	if id, _ := g0.leader(); id == "" {
 		return fmt.Errorf("%w: the control group has no leader", region.ErrNoLeader)
 	}
-	_, err := s.readGroup(ctx, region.Linearizable)
-	return err
+	if _, err := s.readGroup(ctx, region.Linearizable); err != nil {
+		return err
+	}
+	for _, g := range s.localGroups() {
+		if g.id == controlGroup || s.localFor(g.id) == nil || !g.hasState() {
+			continue
+		}
+		if id, _ := g.leader(); id == "" {
+			return fmt.Errorf("%w: partition group %d, hosted here, has no leader yet", region.ErrNoLeader, g.id)
+		}
+	}
+	return nil
 }

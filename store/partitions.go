@@ -92,7 +92,7 @@ func (s *Store) openPartition(gid uint64, p int) (*group, error) {
 	}
 	layer := &raftLayer{chanListener: ln, gid: gid, dialer: s.dialer}
 	keyFilter := func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }
-	g, err := openGroup(gid, dir, s.name, layer, s.cfg.Raft, s.logger, fsm.Options{KeyFilter: keyFilter})
+	g, err := openGroup(gid, dir, s.name, layer, memberAddrs{s.cfg.Members}, s.cfg.Raft, s.logger, fsm.Options{KeyFilter: keyFilter})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
@@ -300,19 +300,16 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 	}
 	const timeout = 10 * time.Second
 
-	// Moved addresses first, so Raft keeps reaching its members.
-	for _, srv := range conf.Servers {
-		if m, ok := alive(members, string(srv.ID)); ok && m.InternalAddr != string(srv.Address) && string(srv.ID) != s.name {
-			s.logger.Info("partition member address changed", "group", g.id, "member", m.Name, "to", m.InternalAddr)
-			var f raft.IndexFuture
-			if srv.Suffrage == raft.Voter {
-				f = g.raft.AddVoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
-			} else {
-				f = g.raft.AddNonvoter(srv.ID, raft.ServerAddress(m.InternalAddr), 0, timeout)
-			}
-			logErr(s, await(f, raftOpTimeout, s.stop), "update partition member address", g.id, m.Name)
-			return
+	// Moved addresses first, so the configuration says where members are.
+	var joining []string
+	for _, name := range pg.Members {
+		if _, ok := inConf[name]; !ok {
+			joining = append(joining, name)
 		}
+	}
+	if fix, ok := nextAddressFix(conf, s.liveAddr, joining); ok {
+		logErr(s, s.applyAddressFix(g, fix), "update partition member address", g.id, string(fix.server.ID))
+		return
 	}
 	// Members the table added join as non-voters and catch up.
 	for _, name := range pg.Members {

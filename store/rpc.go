@@ -271,7 +271,7 @@ type rpcClient struct {
 func newRPCClient(d *dialer) *rpcClient {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return dialMux(ctx, d, addr, kindRPC, 0)
+			return dialMux(ctx, d, addr, kindRPC, 0, "")
 		},
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 128,

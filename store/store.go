@@ -182,7 +182,7 @@ func New(cfg Config) (*Store, error) {
 		started: time.Now(),
 		stop:    make(chan struct{}),
 	}
-	s.mux = newMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.Logger)
+	s.mux = newMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.NodeName, cfg.Logger)
 	s.client = newRPCClient(s.dialer)
 	s.rpc = newRPCServer(s)
 
@@ -191,7 +191,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	layer := &raftLayer{chanListener: ln, gid: controlGroup, dialer: s.dialer}
-	g, err := openGroup(controlGroup, s.groupDir(controlGroup), cfg.NodeName, layer, cfg.Raft, cfg.Logger, fsm.Options{})
+	g, err := openGroup(controlGroup, s.groupDir(controlGroup), cfg.NodeName, layer, memberAddrs{cfg.Members}, cfg.Raft, cfg.Logger, fsm.Options{})
 	if err != nil {
 		_ = s.mux.close()
 		return nil, err

@@ -125,6 +125,21 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// composeContainers names the project's three members' containers
+// (Compose v1 spells them project_kvnode-0_1, v2 project-kvnode-0-1).
+func composeContainers(t *testing.T, project string) []string {
+	t.Helper()
+	var out []string
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("%s_kvnode-%d_1", project, i)
+		if exec.Command("docker", "inspect", name).Run() != nil {
+			name = fmt.Sprintf("%s-kvnode-%d-1", project, i)
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
 // TestComposeCluster builds the image, brings the compose cluster up and
 // puts it through a killed member, a member cut off the network, and a
 // restart of the whole cluster, checking that no acknowledged write is
@@ -175,6 +190,19 @@ func TestComposeCluster(t *testing.T) {
 		t.Errorf("the cluster took %v to become ready, want under 30s", d)
 	}
 
+	// The compose healthcheck (`/kvnode healthcheck` inside the scratch
+	// image) reports every member healthy.
+	names := composeContainers(t, project)
+	waitFor(t, 60*time.Second, "Docker to report every member healthy", func() bool {
+		for _, ctr := range names {
+			if docker(t, "inspect", "-f", "{{.State.Health.Status}}", ctr) != "healthy" {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("Docker reports all three healthy %v after `up -d`", time.Since(start).Round(100*time.Millisecond))
+
 	if r, err := call("POST", urls[0]+"/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`); err != nil || r.status != 201 {
 		t.Fatalf("create region: %v %v", r, err)
 	}
@@ -221,11 +249,7 @@ func TestComposeCluster(t *testing.T) {
 	}
 
 	// docker kill one member: writes go on through the others.
-	victim := fmt.Sprintf("%s_kvnode-1_1", project)
-	if out, err := exec.Command("docker", "inspect", victim).CombinedOutput(); err != nil {
-		victim = fmt.Sprintf("%s-kvnode-1-1", project) // Compose v2 names
-		_ = out
-	}
+	victim := names[1]
 	docker(t, "kill", victim)
 	for i := 0; i < 20; i++ {
 		put([]int{0, 2}[i%2], "orders", fmt.Sprintf("b%d", i))
@@ -246,7 +270,7 @@ func TestComposeCluster(t *testing.T) {
 	if exec.Command("docker", "network", "inspect", network).Run() != nil {
 		network = project + "-kvnet"
 	}
-	cut := strings.Replace(victim, "kvnode-1", "kvnode-2", 1)
+	cut := names[2]
 	docker(t, "network", "disconnect", network, cut)
 	for i := 0; i < 20; i++ {
 		put(i%2, "orders", fmt.Sprintf("c%d", i))
@@ -260,7 +284,7 @@ func TestComposeCluster(t *testing.T) {
 	// Restart the whole cluster, the members in reverse order so that they
 	// come back at each other's IPs (as pods rescheduled together would):
 	// the data survives and every Raft group elects a leader again.
-	containers := []string{strings.Replace(victim, "kvnode-1", "kvnode-0", 1), victim, cut}
+	containers := names
 	ips := func() string {
 		var out []string
 		for _, ctr := range containers {
@@ -274,17 +298,33 @@ func TestComposeCluster(t *testing.T) {
 		docker(t, "start", containers[i])
 	}
 	t.Logf("member IPs before the restart %s, after %s", before, ips())
-	waitFor(t, 90*time.Second, "the restarted cluster to be ready", func() bool {
-		return ready(urls[0]) && ready(urls[1]) && ready(urls[2])
-	})
-	for i := 0; i < 3; i++ {
-		deadline := time.Now().Add(60 * time.Second)
-		for !checkAll(i, false) {
-			if time.Now().After(deadline) {
-				t.Fatalf("member %d lost data across a full restart: %s", i, lastMiss)
+	allThere := func(when string) {
+		t.Helper()
+		waitFor(t, 90*time.Second, "the cluster to be ready "+when, func() bool {
+			return ready(urls[0]) && ready(urls[1]) && ready(urls[2])
+		})
+		for i := 0; i < 3; i++ {
+			deadline := time.Now().Add(60 * time.Second)
+			for !checkAll(i, false) {
+				if time.Now().After(deadline) {
+					t.Fatalf("member %d lost data %s: %s", i, when, lastMiss)
+				}
+				time.Sleep(500 * time.Millisecond)
 			}
-			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	t.Logf("%d acknowledged writes, all readable on every member after a kill, a partition and a full restart", len(acked))
+	allThere("after a full restart")
+
+	// `down` removes the containers and the network but keeps the volumes:
+	// `up` again finds every write.
+	c.run("down")
+	c.run("up", "-d", "--no-build")
+	allThere("after `down` and `up`")
+	t.Logf("%d acknowledged writes, all readable on every member after a kill, a partition, a full restart and down/up", len(acked))
+
+	// `down -v` removes the data too (the cleanup runs it again, harmlessly).
+	c.run("down", "-v")
+	if left := docker(t, "volume", "ls", "-q", "--filter", "name="+project); left != "" {
+		t.Errorf("`down -v` left volumes behind: %s", left)
+	}
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// probe runs `kvnode healthcheck` as the image's HEALTHCHECK does: the
+// node's address comes from the same environment the node reads.
+func probe(env []string, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := runWithOutput(context.Background(), append([]string{"healthcheck"}, args...), env, &out)
+	return out.String(), err
+}
+
+func TestHealthcheckFollowsReadiness(t *testing.T) {
+	ip := newInProcess(t)
+	// One of two expected members: alive, but not ready.
+	n0 := ip.start("n0", 2)
+	env := []string{"KVNODE_HTTP_ADDR=" + n0.httpLn.Addr().String()}
+	if _, err := probe(env); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("healthcheck of a node waiting for its cluster = %v, want a 503 failure", err)
+	}
+	if out, err := probe(nil, "--url", "http://"+n0.httpLn.Addr().String()+"/livez"); err != nil {
+		t.Fatalf("healthcheck --url .../livez of a live node = %v (%s)", err, out)
+	}
+	ip.start("n1", 2)
+	waitUntil(t, 20*time.Second, "the healthcheck to pass once the cluster formed", func() bool {
+		_, err := probe(env)
+		return err == nil
+	})
+	out, _ := probe(env)
+	if want := "ok: http://" + n0.httpLn.Addr().String() + "/readyz"; strings.TrimSpace(out) != want {
+		t.Errorf("healthcheck printed %q, want %q", out, want)
+	}
+	ip.stop("n0", true)
+	if _, err := probe(env, "--timeout", "2s"); err == nil {
+		t.Fatalf("healthcheck of a stopped node passed")
+	}
+}
+
+func TestHealthcheckOverHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, "probe-ca")
+	cert, key := ca.issue(t, dir, "n0")
+	ip := newInProcess(t)
+	ip.tune = func(_ string, cfg *Config) { cfg.TLSCert, cfg.TLSKey = cert, key }
+	n0 := ip.start("n0", 1)
+	env := []string{"KVNODE_HTTP_ADDR=" + n0.httpLn.Addr().String(), "KVNODE_TLS_CERT=" + cert}
+	waitUntil(t, 20*time.Second, "the healthcheck to pass over HTTPS", func() bool {
+		_, err := probe(env)
+		return err == nil
+	})
+}
+
+func TestLocalProbeURL(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "http://127.0.0.1:8080/readyz"},
+		{[]string{"KVNODE_HTTP_ADDR=:9000"}, "http://127.0.0.1:9000/readyz"},
+		{[]string{"KVNODE_HTTP_ADDR=0.0.0.0:9000"}, "http://127.0.0.1:9000/readyz"},
+		{[]string{"KVNODE_HTTP_ADDR=[::]:9000"}, "http://127.0.0.1:9000/readyz"},
+		{[]string{"KVNODE_HTTP_ADDR=10.1.2.3:8080"}, "http://10.1.2.3:8080/readyz"},
+		{[]string{"KVNODE_HTTP_ADDR=[fd00::1]:8080"}, "http://[fd00::1]:8080/readyz"},
+		{[]string{"KVNODE_TLS_CERT=/tls/tls.crt"}, "https://127.0.0.1:8080/readyz"},
+		{[]string{"KVNODE_TLS_CERT="}, "http://127.0.0.1:8080/readyz"},
+	} {
+		if got := localProbeURL(tc.env); got != tc.want {
+			t.Errorf("localProbeURL(%q) = %s, want %s", tc.env, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -25,6 +26,7 @@ type Cluster struct {
 	bindIP    netip.Addr
 	bindPort  uint16 // the port actually bound, also when 0 was asked for
 	seeds     []seed
+	resolver  *net.Resolver
 	retry     time.Duration
 	log       *slog.Logger
 
@@ -68,6 +70,7 @@ func New(cfg Config) (*Cluster, error) {
 		bindIP:    s.bind.Addr(),
 		bindPort:  uint16(mc.BindPort), // memberlist stores the chosen port here
 		seeds:     s.seeds,
+		resolver:  s.resolver,
 		retry:     s.retry,
 		log:       s.log,
 		ml:        ml,

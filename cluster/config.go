@@ -34,6 +34,11 @@ type Config struct {
 	// re-resolved on every attempt, and every address is tried; this node's
 	// own addresses are skipped, so every member may get the same list.
 	Join []string
+	// Resolver looks up DNS names in Join. Nil means net.DefaultResolver;
+	// tests give one that asks their own DNS server, to join through a
+	// name that resolves to every member the way a Kubernetes headless
+	// service does.
+	Resolver *net.Resolver
 	// RetryInterval is the pause between join attempts while no other
 	// member is alive. Default 2s.
 	RetryInterval time.Duration
@@ -69,6 +74,7 @@ type settings struct {
 	leaving   []byte         // encoded Meta with the leaving flag, gossiped by Leave
 	boot      uint64         // this run's boot id
 	seeds     []seed
+	resolver  *net.Resolver
 	retry     time.Duration
 	profile   string
 	secret    []byte
@@ -77,11 +83,12 @@ type settings struct {
 
 func (cfg Config) settings() (settings, error) {
 	s := settings{
-		name:    cfg.Name,
-		retry:   cfg.RetryInterval,
-		profile: cfg.Profile,
-		secret:  cfg.SecretKey,
-		log:     cfg.Logger,
+		name:     cfg.Name,
+		resolver: cfg.Resolver,
+		retry:    cfg.RetryInterval,
+		profile:  cfg.Profile,
+		secret:   cfg.SecretKey,
+		log:      cfg.Logger,
 	}
 	switch len(s.secret) {
 	case 0, 16, 24, 32:

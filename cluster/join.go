@@ -125,7 +125,7 @@ func (c *Cluster) joinLoop(ctx context.Context) {
 // and what went wrong (failed lookups included, even when nothing was left
 // to join).
 func (c *Cluster) joinOnce(ctx context.Context) (int, error) {
-	resolved, resolveErr := resolveSeeds(ctx, c.seeds)
+	resolved, resolveErr := resolveSeeds(ctx, c.resolver, c.seeds)
 	alive := make(map[netip.AddrPort]bool)
 	for _, n := range c.ml.Members() {
 		if ip, ok := netip.AddrFromSlice(n.Addr); ok {
@@ -197,14 +197,16 @@ func (c *Cluster) selfAddrs() map[netip.AddrPort]bool {
 // resolveSeeds turns seeds into addresses, resolving DNS names concurrently
 // (every A and AAAA record) so one slow name does not hold up the others.
 // It returns every address it found and the lookups that failed.
-func resolveSeeds(ctx context.Context, seeds []seed) ([]netip.AddrPort, error) {
+func resolveSeeds(ctx context.Context, resolver *net.Resolver, seeds []seed) ([]netip.AddrPort, error) {
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
 	var (
 		mu   sync.Mutex
 		out  []netip.AddrPort
 		errs []error
 		wg   sync.WaitGroup
 	)
-	var resolver net.Resolver
 	for _, s := range seeds {
 		if ip, err := netip.ParseAddr(s.host); err == nil {
 			mu.Lock()

@@ -96,7 +96,7 @@ func TestRetryJoinUntilSeedStarts(t *testing.T) {
 // and a name that does not resolve is reported without hiding the rest.
 func TestResolveSeeds(t *testing.T) {
 	seeds := []seed{{host: "10.0.0.9", port: 7000}, {host: "localhost", port: 7001}, {host: "does-not-exist.invalid", port: 7946}}
-	got, err := resolveSeeds(t.Context(), seeds)
+	got, err := resolveSeeds(t.Context(), nil, seeds)
 	if err == nil || !strings.Contains(err.Error(), "does-not-exist.invalid") {
 		t.Errorf("error: got %v, want one naming does-not-exist.invalid", err)
 	}

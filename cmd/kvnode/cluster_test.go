@@ -30,6 +30,8 @@ type inProcess struct {
 	seeds []string // gossip addresses of every node started so far
 	// tune, when set, adjusts a node's configuration before it starts.
 	tune func(name string, cfg *Config)
+	// resolver, when set, resolves --join names (see dnsjoin_test.go).
+	resolver *net.Resolver
 }
 
 func newInProcess(t *testing.T) *inProcess {
@@ -86,7 +88,9 @@ func (ip *inProcess) start(name string, expect int) *node {
 	if err := cfg.Validate(); err != nil {
 		ip.t.Fatalf("config: %v", err)
 	}
-	n, err := startNode(context.Background(), cfg, testOptions(), nodeLogger(name))
+	opts := testOptions()
+	opts.resolver = ip.resolver
+	n, err := startNode(context.Background(), cfg, opts, nodeLogger(name))
 	if err != nil {
 		ip.t.Fatalf("start %s: %v", name, err)
 	}

@@ -47,6 +47,7 @@ type nodeOptions struct {
 	retryJoin     time.Duration
 	promoteAfter  time.Duration
 	joinGrace     time.Duration
+	resolver      *net.Resolver // nil: the system's; tests bring their own DNS
 }
 
 // startNode brings a node up: listeners first (so :0 ports are known before
@@ -120,6 +121,7 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 			Version:         version,
 		},
 		Join:          cfg.Join,
+		Resolver:      opts.resolver,
 		RetryInterval: opts.retryJoin,
 		Profile:       opts.gossipProfile,
 		SecretKey:     secret,

@@ -357,8 +357,10 @@ func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) e
 // Leave prepares a graceful exit: a leader hands its leadership to another
 // voter, then the node asks the leader to remove it from the control group
 // and waits until that is committed, so the remaining members keep a quorum
-// that does not count on it. The last voter of a cluster stays, so that a
-// whole-cluster shutdown restarts with its data. Leave is bounded by ctx.
+// that does not count on it; then it waits while its partition replicas
+// move to the remaining members (drainPartitions). The last voter of a
+// cluster stays, so that a whole-cluster shutdown restarts with its data.
+// Leave is bounded by ctx.
 func (s *Store) Leave(ctx context.Context) error {
 	g := s.control()
 	if g == nil {
@@ -400,7 +402,7 @@ func (s *Store) Leave(ctx context.Context) error {
 		}
 		if last == nil {
 			s.logger.Info("left the control group")
-			return nil
+			return s.drainPartitions(ctx)
 		}
 		if !retryableWrite(last) {
 			return fmt.Errorf("leave: %w", last)
@@ -410,6 +412,61 @@ func (s *Store) Leave(ctx context.Context) error {
 		}
 		if err := s.pause(ctx, g, attempt, since, last); err != nil {
 			return fmt.Errorf("leave: %w", err)
+		}
+	}
+}
+
+// drainPartitions waits, bounded by ctx, until this node is no longer in
+// any partition group: leaving the control group takes it out of the
+// placement, and the groups' leaders first add a replacement replica (when
+// a member is left to take it), then remove this one. Without the wait, a
+// member that leaves takes a replica with it at once, and two members
+// leaving together (a StatefulSet scaled down by two) could take two of a
+// group's three voters, with writes only they had acknowledged.
+//
+// This node's copy of the partition table stops changing once it has left
+// the control group, so it must not lead the move: it hands leadership of
+// its groups to members that see the new table.
+func (s *Store) drainPartitions(ctx context.Context) error {
+	start := time.Now()
+	transferred := map[uint64]time.Time{}
+	for {
+		var inside []uint64
+		for _, g := range s.localGroups() {
+			if g.id == controlGroup || !g.hasState() {
+				continue
+			}
+			conf, err := g.configuration()
+			if err != nil {
+				continue
+			}
+			member := false
+			for _, srv := range conf.Servers {
+				if string(srv.ID) == s.name {
+					member = true
+				}
+			}
+			if !member {
+				continue
+			}
+			inside = append(inside, g.id)
+			if g.isLeader() && time.Since(transferred[g.id]) > 2*time.Second {
+				transferred[g.id] = time.Now()
+				if err := await(g.raft.LeadershipTransfer(), raftOpTimeout, s.stop); err != nil {
+					s.logger.Debug("leadership transfer while draining", "group", g.id, "error", err)
+				}
+			}
+		}
+		if len(inside) == 0 {
+			s.logger.Info("partition replicas moved away", "took", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("leave: partition groups %v still count on this member: %w", inside, ctx.Err())
+		case <-s.stop:
+			return errClosed
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
 )
@@ -398,4 +400,50 @@ func TestDeadMemberReplicasRePlaced(t *testing.T) {
 		return total == p*rf
 	})
 	checkKeys(t, tc, "p", 200)
+}
+
+// TestScaleDownTwoAtOnce is a StatefulSet scaled from 5 to 3 with
+// podManagementPolicy Parallel: two members leave at the same time and
+// their volumes are deleted once they are gone. Leaving waits until their
+// partition replicas have moved, so no group loses two of its three voters
+// and no acknowledged write goes with them.
+func TestScaleDownTwoAtOnce(t *testing.T) {
+	const n, p, rf = 300, 6, 3
+	tc := partitionCluster(t, 5, p, rf, nil)
+	putKeys(t, tc, "p", n)
+	leaving := []string{"n3", "n4"}
+	var wg sync.WaitGroup
+	errs := make([]error, len(leaving))
+	for i, name := range leaving {
+		node := tc.nodes[name]
+		tc.world.setStatus(name, cluster.StatusLeft) // gossip first, as a node's shutdown does
+		wg.Go(func() { errs[i] = node.Leave(ctxT(t, 30*time.Second)) })
+	}
+	wg.Wait()
+	for i, name := range leaving {
+		if errs[i] != nil {
+			t.Fatalf("%s: leave: %v", name, errs[i])
+		}
+		node := tc.nodes[name]
+		tc.mu.Lock()
+		st := node.Store
+		node.Store = nil
+		tc.mu.Unlock()
+		_ = st.Close()
+		if err := os.RemoveAll(node.dir); err != nil { // the PVC goes
+			t.Fatal(err)
+		}
+	}
+	checkKeys(t, tc, "p", n)
+	waitFor(t, 30*time.Second, "every group to have three voters among the remaining members", func() bool {
+		counts := tc.hostedCounts(t)
+		total := 0
+		for name, c := range counts {
+			if slices.Contains(leaving, name) {
+				return false
+			}
+			total += c
+		}
+		return total == p*rf
+	})
 }

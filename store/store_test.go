@@ -213,10 +213,11 @@ func TestFiveMembersGetFiveVoters(t *testing.T) {
 	})
 	// One leaves gracefully: it is removed and the voters shrink to 3.
 	n4 := tc.nodes["n4"]
+	// As a node's shutdown does it: gossip first, then Raft.
+	tc.world.setStatus("n4", cluster.StatusLeft)
 	if err := n4.Leave(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatalf("leave: %v", err)
 	}
-	tc.world.setStatus("n4", cluster.StatusLeft)
 	_ = n4.Close()
 	n4.Store = nil
 	waitFor(t, 20*time.Second, "n4 removed and 3 voters", func() bool {
@@ -234,10 +235,10 @@ func TestGracefulLeaderLeave(t *testing.T) {
 	old := tc.leader()
 	mustCreate(t, old.Store, "r", region.Replicate)
 	mustPut(t, old.Store, "r", "k", `{"v":1}`)
+	tc.world.setStatus(old.name, cluster.StatusLeft)
 	if err := old.Leave(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatalf("leave: %v", err)
 	}
-	tc.world.setStatus(old.name, cluster.StatusLeft)
 	_ = old.Close()
 	old.Store = nil
 	leader := tc.leader()

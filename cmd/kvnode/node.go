@@ -237,11 +237,14 @@ func (n *node) shutdown(graceful bool) error {
 		if err := n.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop REST server: %w", err))
 		}
-		if err := n.store.Leave(ctx); err != nil {
-			n.logger.Warn("leaving the control group failed", "error", err)
-		}
+		// Gossip first: once the others see this member leaving they stop
+		// adding it back to Raft, while its Raft groups keep serving until
+		// its partition replicas have moved (store.Leave waits for that).
 		if err := n.cluster.Leave(5 * time.Second); err != nil {
 			n.logger.Warn("leaving gossip failed", "error", err)
+		}
+		if err := n.store.Leave(ctx); err != nil {
+			n.logger.Warn("leaving the cluster's Raft groups did not finish", "error", err)
 		}
 	} else {
 		_ = n.httpSrv.Close()

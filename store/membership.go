@@ -428,7 +428,7 @@ func (s *Store) Leave(ctx context.Context) error {
 // the control group, so it must not lead the move: it hands leadership of
 // its groups to members that see the new table.
 func (s *Store) drainPartitions(ctx context.Context) error {
-	start := time.Now()
+	start, lastReport := time.Now(), time.Now()
 	transferred := map[uint64]time.Time{}
 	for {
 		var inside []uint64
@@ -450,7 +450,20 @@ func (s *Store) drainPartitions(ctx context.Context) error {
 				continue
 			}
 			inside = append(inside, g.id)
-			if g.isLeader() && time.Since(transferred[g.id]) > 2*time.Second {
+			if !g.isLeader() {
+				continue
+			}
+			if time.Since(start) > drainSelfRemoveAfter && voters(conf) > 1 {
+				// Still leading with a stale table: take this replica out
+				// directly. Safe while we are alive: the change commits on
+				// the remaining voters, which then hold every write.
+				s.logger.Info("removing this replica from a partition group it still leads", "group", g.id)
+				if err := await(g.raft.RemoveServer(raft.ServerID(s.name), 0, 5*time.Second), raftOpTimeout, s.stop); err != nil {
+					s.logger.Debug("self-removal while draining", "group", g.id, "error", err)
+				}
+				continue
+			}
+			if time.Since(transferred[g.id]) > 2*time.Second {
 				transferred[g.id] = time.Now()
 				if err := await(g.raft.LeadershipTransfer(), raftOpTimeout, s.stop); err != nil {
 					s.logger.Debug("leadership transfer while draining", "group", g.id, "error", err)
@@ -461,6 +474,10 @@ func (s *Store) drainPartitions(ctx context.Context) error {
 			s.logger.Info("partition replicas moved away", "took", time.Since(start).Round(time.Millisecond))
 			return nil
 		}
+		if time.Since(lastReport) > 2*time.Second {
+			lastReport = time.Now()
+			s.logger.Info("waiting for partition replicas to move away", "groups", inside, "waited", time.Since(start).Round(time.Millisecond))
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("leave: partition groups %v still count on this member: %w", inside, ctx.Err())
@@ -469,4 +486,20 @@ func (s *Store) drainPartitions(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// drainSelfRemoveAfter is how long a leaving member waits for the groups'
+// leaders to move its replicas before it removes itself from groups it
+// still leads.
+const drainSelfRemoveAfter = 5 * time.Second
+
+// voters counts conf's voters.
+func voters(conf raft.Configuration) int {
+	n := 0
+	for _, srv := range conf.Servers {
+		if srv.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
 }

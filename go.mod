@@ -3,6 +3,7 @@ module github.com/kvnode/kvnode
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
 	github.com/google/btree v1.1.3
 	github.com/hashicorp/go-hclog v1.6.2

@@ -1,0 +1,113 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Op is one recorded operation. Times are nanoseconds since the history
+// began (a monotonic clock); Return is Infinity when the outcome is unknown.
+type Op struct {
+	Client int    `json:"client"`
+	Input  Input  `json:"input"`
+	Output Output `json:"output"`
+	Call   int64  `json:"call"`
+	Return int64  `json:"return"`
+	Member string `json:"member,omitempty"` // which member the client asked
+}
+
+// History records operations from concurrent clients.
+type History struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []Op
+}
+
+// NewHistory starts an empty history; its clock starts now.
+func NewHistory() *History { return &History{start: time.Now()} }
+
+// Now is the history's clock.
+func (h *History) Now() int64 { return int64(time.Since(h.start)) }
+
+// Add records a finished operation. An unknown outcome is stored with its
+// return at Infinity, whatever the caller passed.
+func (h *History) Add(op Op) {
+	if op.Output.Unknown {
+		op.Return = Infinity
+		op.Output = Output{Unknown: true}
+	}
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+// Ops returns a copy of the recorded operations.
+func (h *History) Ops() []Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Op(nil), h.ops...)
+}
+
+// Verdict is the checker's answer on a history.
+type Verdict struct {
+	Result porcupine.CheckResult
+	Ops    int
+	// Unknown is how many operations had an indeterminate outcome.
+	Unknown int
+	info    porcupine.LinearizationInfo
+}
+
+// Check runs porcupine over ops with the model, for at most timeout
+// (porcupine.Unknown when it runs out).
+func Check(ops []Op, timeout time.Duration) Verdict {
+	hist := make([]porcupine.Operation, len(ops))
+	unknown := 0
+	for i, op := range ops {
+		if op.Output.Unknown {
+			unknown++
+		}
+		hist[i] = porcupine.Operation{ClientId: op.Client, Input: op.Input, Output: op.Output, Call: op.Call, Return: op.Return, Metadata: op.Member}
+	}
+	res, info := porcupine.CheckOperationsVerbose(Model(), hist, timeout)
+	return Verdict{Result: res, Ops: len(ops), Unknown: unknown, info: info}
+}
+
+// Save writes the history (JSON) and porcupine's visualization (HTML)
+// under dir, named after name, and returns the two paths.
+func (v Verdict) Save(dir, name string, ops []Op) (historyPath, htmlPath string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("results dir: %w", err)
+	}
+	historyPath = filepath.Join(dir, name+".history.json")
+	data, err := json.MarshalIndent(ops, "", " ")
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(historyPath, data, 0o644); err != nil {
+		return "", "", fmt.Errorf("write history: %w", err)
+	}
+	htmlPath = filepath.Join(dir, name+".html")
+	if err := porcupine.VisualizePath(Model(), v.info, htmlPath); err != nil {
+		return historyPath, "", fmt.Errorf("write visualization: %w", err)
+	}
+	return historyPath, htmlPath, nil
+}
+
+// LoadHistory reads a history written by Save, to check it again.
+func LoadHistory(path string) ([]Op, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ops []Op
+	if err := json.Unmarshal(data, &ops); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ops, nil
+}

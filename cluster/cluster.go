@@ -62,6 +62,9 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		if mc.Transport != nil {
+			_ = mc.Transport.Shutdown()
+		}
 		return nil, fmt.Errorf("start memberlist on %s: %w", s.bind, err)
 	}
 	return &Cluster{

@@ -185,6 +185,9 @@ func memberlistConfig(s settings, d *gossipDelegate, v *view) (*memberlist.Confi
 		return nil, fmt.Errorf("gossip profile %q: want \"lan\" or \"local\"", s.profile)
 	}
 	mc.Name = s.name
+	mc.Conflict = conflictLogger{log: s.log}
+	mc.Logger = newMemberlistLogger(s.log)
+	mc.LogOutput = nil
 	mc.BindAddr = s.bind.Addr().String()
 	mc.BindPort = int(s.bind.Port())
 	mc.AdvertiseAddr = ""
@@ -198,10 +201,19 @@ func memberlistConfig(s settings, d *gossipDelegate, v *view) (*memberlist.Confi
 		mc.GossipVerifyIncoming = true
 		mc.GossipVerifyOutgoing = true
 	}
+	if ip := s.bind.Addr(); !ip.IsUnspecified() {
+		// A specific bind IP: outgoing TCP leaves from it too.
+		t, err := newBoundTransport(net.IP(ip.AsSlice()), int(s.bind.Port()), mc.Logger)
+		if err != nil {
+			return nil, err
+		}
+		mc.Transport = t
+		mc.BindPort = t.GetAutoBindPort()
+		if !s.advertise.IsValid() {
+			mc.AdvertisePort = mc.BindPort
+		}
+	}
 	mc.Delegate = d
 	mc.Events = v
-	mc.Conflict = conflictLogger{log: s.log}
-	mc.Logger = newMemberlistLogger(s.log)
-	mc.LogOutput = nil
 	return mc, nil
 }

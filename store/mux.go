@@ -175,6 +175,19 @@ type dialer struct {
 	tls *tls.Config // nil: plain TCP
 }
 
+// sourceAddr is where connections to other members leave from: the
+// internal port's IP when it listens on a specific one (so peers and
+// firewalls see the address the cluster was told to use, and on a
+// multi-homed host traffic stays on the cluster's interface), else the
+// kernel's choice (nil).
+func sourceAddr(ln net.Listener) net.Addr {
+	tcp, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
+		return nil
+	}
+	return &net.TCPAddr{IP: tcp.IP}
+}
+
 // readName reads kindRaftTo's length-prefixed member name.
 func readName(r byteReader) (string, error) {
 	n, err := binary.ReadUvarint(r)

@@ -177,7 +177,7 @@ func New(cfg Config) (*Store, error) {
 		cfg:     cfg,
 		name:    cfg.NodeName,
 		logger:  cfg.Logger,
-		dialer:  &dialer{net: &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}, tls: cfg.TLS},
+		dialer:  &dialer{net: &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second, LocalAddr: sourceAddr(cfg.Listener)}, tls: cfg.TLS},
 		groups:  make(map[uint64]*group),
 		started: time.Now(),
 		stop:    make(chan struct{}),

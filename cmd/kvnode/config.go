@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"sort"
@@ -29,7 +30,9 @@ type Config struct {
 	HTTPAddr          string
 	AdvertiseHTTP     string
 	InternalAddr      string
+	AdvertiseInternal string
 	GossipAddr        string
+	AdvertiseGossip   string
 	Join              []string
 	BootstrapExpect   int
 	Groups            []string
@@ -192,7 +195,9 @@ func flagSet(cfg *Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "address of the REST API")
 	fs.StringVar(&cfg.AdvertiseHTTP, "advertise-http", cfg.AdvertiseHTTP, "REST base URL other members and /servers use (default: derived from --http-addr)")
 	fs.StringVar(&cfg.InternalAddr, "internal-addr", cfg.InternalAddr, "address for Raft and node-to-node RPC")
+	fs.StringVar(&cfg.AdvertiseInternal, "advertise-internal", cfg.AdvertiseInternal, "host:port other members dial for --internal-addr, when it differs (NAT, a proxy) (default: derived from --internal-addr)")
 	fs.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "address for gossip (TCP and UDP)")
+	fs.StringVar(&cfg.AdvertiseGossip, "advertise-gossip", cfg.AdvertiseGossip, "ip:port other members gossip with, when it differs from --gossip-addr (NAT, a proxy) (default: derived)")
 	fs.Var(listValue{&cfg.Join}, "join", "gossip addresses of members to join, host[:port],... (DNS names allowed; may include this node)")
 	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", cfg.BootstrapExpect, "number of members to wait for before bootstrapping a new cluster")
 	fs.Var(listValue{&cfg.Groups}, "groups", "member groups of this node, g1,g2,...")
@@ -283,6 +288,16 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--advertise-http %q: want a base URL like http://host:8080", c.AdvertiseHTTP))
 		}
 	}
+	if c.AdvertiseInternal != "" {
+		if host, port, err := net.SplitHostPort(c.AdvertiseInternal); err != nil || host == "" || !validPort(port) {
+			errs = append(errs, fmt.Errorf("--advertise-internal %q: want host:port", c.AdvertiseInternal))
+		}
+	}
+	if c.AdvertiseGossip != "" {
+		if ap, err := netip.ParseAddrPort(c.AdvertiseGossip); err != nil || ap.Port() == 0 || ap.Addr().IsUnspecified() {
+			errs = append(errs, fmt.Errorf("--advertise-gossip %q: want ip:port (gossip advertises an IP, not a name)", c.AdvertiseGossip))
+		}
+	}
 	for _, j := range c.Join {
 		if _, _, err := net.SplitHostPort(j); err != nil && strings.Contains(err.Error(), "too many colons") {
 			errs = append(errs, fmt.Errorf("--join %q: write IPv6 addresses as [addr]:port", j))
@@ -330,4 +345,10 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))
 	}
 	return errors.Join(errs...)
+}
+
+// validPort reports whether s is a port number other than 0.
+func validPort(s string) bool {
+	p, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && p != 0
 }

@@ -91,6 +91,9 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		return nil, err
 	}
 	advInternal := advertiseAddr(internalLn.Addr(), host)
+	if cfg.AdvertiseInternal != "" {
+		advInternal = cfg.AdvertiseInternal
+	}
 	n.restURL = cfg.AdvertiseHTTP
 	if n.restURL == "" {
 		scheme := "http://"
@@ -108,6 +111,9 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		if p != "0" {
 			gossipAdvertise = net.JoinHostPort(host, p)
 		}
+	}
+	if cfg.AdvertiseGossip != "" {
+		gossipAdvertise = cfg.AdvertiseGossip
 	}
 	n.cluster, err = cluster.New(cluster.Config{
 		Name:          cfg.Name,

@@ -65,7 +65,7 @@ func (f fixedCluster) PartitionsView(context.Context) (PartitionsView, error) {
 }
 
 func TestClusterView(t *testing.T) {
-	view := ClusterView{Leader: "n0", Members: []MemberView{
+	view := ClusterView{Leader: "n0", Term: 4, Members: []MemberView{
 		{Name: "n0", RESTURL: "http://10.0.0.1:8080", Status: "alive", Suffrage: "voter", Groups: []string{"east"}},
 		{Name: "n1", Status: "failed", Suffrage: "nonvoter"},
 	}}
@@ -73,7 +73,7 @@ func TestClusterView(t *testing.T) {
 	srv := httptest.NewServer(New(Config{}, st, nil, fixedCluster{view: view}).Handler())
 	t.Cleanup(srv.Close)
 	ts := &testServer{base: srv.URL, store: st}
-	ok(`{"leader":"n0","members":[{"name":"n0","restUrl":"http://10.0.0.1:8080","groups":["east"],"status":"alive","suffrage":"voter"},`+
+	ok(`{"leader":"n0","term":4,"members":[{"name":"n0","restUrl":"http://10.0.0.1:8080","groups":["east"],"status":"alive","suffrage":"voter"},`+
 		`{"name":"n1","groups":[],"status":"failed","suffrage":"nonvoter"}]}`, nil).check(t, ts, ts.do(t, "GET", "/management/v1/cluster", "", ""))
 
 	failing := httptest.NewServer(New(Config{}, st, nil, fixedCluster{err: fmt.Errorf("read configuration: %w", region.ErrNoLeader)}).Handler())
@@ -88,7 +88,7 @@ func TestClusterView(t *testing.T) {
 
 func TestPartitionsView(t *testing.T) {
 	parts := PartitionsView{PartitionGroups: 2, ReplicationFactor: 3, Buckets: 113, Groups: []PartitionView{
-		{Group: 1, Buckets: []int{0, 2}, Members: []string{"a", "b"}, Leader: "a", AppliedIndex: 7, Voters: []string{"a", "b"}},
+		{Group: 1, Buckets: []int{0, 2}, Members: []string{"a", "b"}, Leader: "a", Term: 3, AppliedIndex: 7, Voters: []string{"a", "b"}},
 		{Group: 2, Buckets: []int{1}, Members: []string{"b"}},
 	}}
 	st := newTestStore(t)
@@ -96,8 +96,8 @@ func TestPartitionsView(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ts := &testServer{base: srv.URL, store: st}
 	ok(`{"partitionGroups":2,"replicationFactor":3,"buckets":113,"groups":[`+
-		`{"group":1,"buckets":[0,2],"members":["a","b"],"leader":"a","appliedIndex":7,"voters":["a","b"],"nonVoters":[]},`+
-		`{"group":2,"buckets":[1],"members":["b"],"leader":"","appliedIndex":0,"voters":[],"nonVoters":[]}]}`, nil).
+		`{"group":1,"buckets":[0,2],"members":["a","b"],"leader":"a","term":3,"appliedIndex":7,"voters":["a","b"],"nonVoters":[]},`+
+		`{"group":2,"buckets":[1],"members":["b"],"leader":"","term":0,"appliedIndex":0,"voters":[],"nonVoters":[]}]}`, nil).
 		check(t, ts, ts.do(t, "GET", "/management/v1/partitions", "", ""))
 	plain := newTestServer(t)
 	fails(404, "/management/v1/partitions").check(t, plain, plain.do(t, "GET", "/management/v1/partitions", "", ""))

@@ -75,9 +75,11 @@ type PartitionView struct {
 	// Members host the group according to the table; the first is the
 	// preferred leader.
 	Members []string `json:"members"`
-	// Leader, AppliedIndex, Voters and NonVoters are the leader's report;
-	// empty when no member answered.
+	// Leader, Term, AppliedIndex, Voters and NonVoters are the leader's
+	// report; empty when no member answered. Term grows with every
+	// election: watching it shows elections nobody asked for.
 	Leader       string   `json:"leader"`
+	Term         uint64   `json:"term"`
 	AppliedIndex uint64   `json:"appliedIndex"`
 	Voters       []string `json:"voters"`
 	NonVoters    []string `json:"nonVoters"`
@@ -86,7 +88,9 @@ type PartitionView struct {
 // ClusterView is the answer of GET /management/v1/cluster: who leads the
 // control group, and every member known to gossip or to Raft.
 type ClusterView struct {
-	Leader  string       `json:"leader"`
+	Leader string `json:"leader"`
+	// Term is the control group's Raft term as the answering node knows it.
+	Term    uint64       `json:"term"`
 	Members []MemberView `json:"members"`
 }
 

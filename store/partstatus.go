@@ -15,9 +15,10 @@ type PartitionStatus struct {
 	Buckets      []int
 	Members      []string // from the table; the first is the preferred leader
 	Bootstrapped bool
-	// Leader and AppliedIndex come from the group's leader, as reported by
-	// a node that hosts it; empty and 0 when no member answered.
+	// Leader, Term and AppliedIndex come from the group's leader, as
+	// reported by a node that hosts it; empty and 0 when no member answered.
 	Leader       string
+	Term         uint64
 	AppliedIndex uint64
 	Voters       []string
 	NonVoters    []string
@@ -50,7 +51,7 @@ func (s *Store) Partitions(ctx context.Context) (PartitionTable, error) {
 			Bootstrapped: pg.Bootstrapped,
 		}
 		if gs, ok := leaders[pg.ID]; ok {
-			ps.Leader, ps.AppliedIndex, ps.Voters, ps.NonVoters = gs.Leader, gs.AppliedIndex, gs.Voters, gs.NonVoters
+			ps.Leader, ps.Term, ps.AppliedIndex, ps.Voters, ps.NonVoters = gs.Leader, gs.Term, gs.AppliedIndex, gs.Voters, gs.NonVoters
 		}
 		out.Groups = append(out.Groups, ps)
 	}

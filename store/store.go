@@ -154,8 +154,11 @@ type Store struct {
 	closeErr  error
 }
 
-// controlGroup is the ID of group 0: metadata and replicated regions.
-const controlGroup uint64 = 0
+// ControlGroup is the ID of group 0: metadata and replicated regions.
+const ControlGroup uint64 = 0
+
+// controlGroup is ControlGroup, as the package spells it inside.
+const controlGroup = ControlGroup
 
 // New opens the node's data dir and starts group 0's Raft instance. It does
 // not bootstrap or talk to other nodes until Start.

@@ -52,7 +52,7 @@ func (v clusterView) ClusterView(context.Context) (rest.ClusterView, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	view := rest.ClusterView{Leader: leader, Members: make([]rest.MemberView, 0, len(out))}
+	view := rest.ClusterView{Leader: leader, Term: controlTerm(v.store.Status()), Members: make([]rest.MemberView, 0, len(out))}
 	for _, mv := range out {
 		view.Members = append(view.Members, *mv)
 	}
@@ -76,10 +76,22 @@ func (v clusterView) PartitionsView(ctx context.Context) (rest.PartitionsView, e
 			Buckets:      g.Buckets,
 			Members:      g.Members,
 			Leader:       g.Leader,
+			Term:         g.Term,
 			AppliedIndex: g.AppliedIndex,
 			Voters:       g.Voters,
 			NonVoters:    g.NonVoters,
 		})
 	}
 	return out, nil
+}
+
+// controlTerm is the control group's term in a node's status (0 before
+// the node has joined one).
+func controlTerm(st store.NodeStatus) uint64 {
+	for _, g := range st.Groups {
+		if g.ID == store.ControlGroup {
+			return g.Term
+		}
+	}
+	return 0
 }

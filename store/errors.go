@@ -14,6 +14,10 @@ import (
 // sent: the operation certainly did not happen there, so it is safe to retry.
 var errUnreachable = errors.New("node unreachable")
 
+// errNoAnswer marks a read RPC whose connection broke before the answer:
+// harmless for a read, which may be tried again elsewhere.
+var errNoAnswer = errors.New("no answer from node")
+
 // raftErr translates hashicorp/raft errors into the region vocabulary, keeping
 // the original text. The translation encodes what the error says about the
 // outcome of a write:
@@ -46,7 +50,7 @@ func retryableWrite(err error) bool {
 // retryableRead reports whether a read barrier that failed with err may be
 // tried again: reads change nothing, so any leadership trouble qualifies.
 func retryableRead(err error) bool {
-	return retryableWrite(err) || errors.Is(err, region.ErrIndeterminate)
+	return retryableWrite(err) || errors.Is(err, region.ErrIndeterminate) || errors.Is(err, errNoAnswer)
 }
 
 // ctxErr turns the end of a request's context into the error clients see: a

@@ -380,7 +380,7 @@ func (c *rpcClient) read(ctx context.Context, addr string, gid uint64, rr readRe
 	}
 	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/read", body)
 	if err != nil {
-		return readResp{}, err
+		return readResp{}, readRPCErr(ctx, err)
 	}
 	var resp readResp
 	if err := json.Unmarshal(data, &resp); err != nil {
@@ -409,13 +409,25 @@ func (c *rpcClient) query(ctx context.Context, addr string, gid uint64, qr query
 func (c *rpcClient) readIndex(ctx context.Context, addr string, gid uint64) (uint64, error) {
 	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/readindex", nil)
 	if err != nil {
-		return 0, err
+		return 0, readRPCErr(ctx, err)
 	}
 	idx, n := binary.Uvarint(data)
 	if n <= 0 {
 		return 0, fmt.Errorf("read index from %s: malformed answer", addr)
 	}
 	return idx, nil
+}
+
+// readRPCErr classifies a failed read RPC. A read changes nothing, so a
+// connection that broke mid-call (the other node died or was cut off) is
+// as safe to retry as one never made: it becomes errNoAnswer, which
+// retryableRead accepts, where it used to surface as a 500.
+func readRPCErr(ctx context.Context, err error) error {
+	var re *remoteError
+	if errors.As(err, &re) || errors.Is(err, errUnreachable) || ctx.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %v", errNoAnswer, err)
 }
 
 func (c *rpcClient) leave(ctx context.Context, addr string, gid uint64, id string) error {

@@ -2,11 +2,25 @@
 // do: concurrent clients record every operation (invocation and return
 // times, and what came back) while faults are injected, and the history is
 // checked for linearizability with porcupine against a sequential model of
-// the REST API's semantics.
+// the REST API's semantics; a ledger of acknowledged writes is checked on
+// every member at the end. docs/chaos.md says how to run it and holds the
+// results.
 //
-// This file set holds the model and the history format; it has no build
-// tag, so its unit tests run with the rest. The fault scenarios, which
-// start clusters and run for a long time, are behind the build tag chaos.
+// The pieces:
+//   - model.go, history.go: the per-key model, the history, the check and
+//     what is saved when it fails (the history and porcupine's HTML).
+//   - workload.go, ledger.go, probe.go: the clients, the ledger writer, and
+//     the per-member probes that measure failover.
+//   - net.go: the link proxies of the process backend (blackhole, reset,
+//     delay, per direction of a link between two members).
+//   - backend.go, proc.go, compose.go: one interface over kvnode processes on
+//     127.0.0.0/8 and over the docker-compose cluster.
+//   - run.go, scenarios.go, report.go: a run of one scenario, the nemeses,
+//     and the reports and docs/chaos.md tables.
+//
+// Everything but the scenarios' test (chaos_test.go, build tag chaos,
+// which starts clusters and runs for minutes) builds and is unit-tested
+// with the rest of the module.
 //
 // The model (Model) is per key, and keys are checked independently
 // (porcupine's partitioning). Every value written carries a number unique

@@ -20,6 +20,9 @@ type Op struct {
 	Call   int64  `json:"call"`
 	Return int64  `json:"return"`
 	Member string `json:"member,omitempty"` // which member the client asked
+	// Error says why the outcome is unknown: the status and body of a 5xx,
+	// or the client's error.
+	Error string `json:"error,omitempty"`
 }
 
 // History records operations from concurrent clients.
@@ -31,6 +34,10 @@ type History struct {
 
 // NewHistory starts an empty history; its clock starts now.
 func NewHistory() *History { return &History{start: time.Now()} }
+
+// NewHistoryAt starts an empty history whose clock started at start, so
+// histories of one run share a clock with its fault events.
+func NewHistoryAt(start time.Time) *History { return &History{start: start} }
 
 // Now is the history's clock.
 func (h *History) Now() int64 { return int64(time.Since(h.start)) }
@@ -66,13 +73,18 @@ type Verdict struct {
 // Check runs porcupine over ops with the model, for at most timeout
 // (porcupine.Unknown when it runs out).
 func Check(ops []Op, timeout time.Duration) Verdict {
-	hist := make([]porcupine.Operation, len(ops))
+	hist := make([]porcupine.Operation, 0, len(ops))
 	unknown := 0
-	for i, op := range ops {
+	for _, op := range ops {
 		if op.Output.Unknown {
 			unknown++
+			if op.Input.Kind == Get {
+				// A read with no answer constrains nothing; left in, it
+				// only widens the checker's search.
+				continue
+			}
 		}
-		hist[i] = porcupine.Operation{ClientId: op.Client, Input: op.Input, Output: op.Output, Call: op.Call, Return: op.Return, Metadata: op.Member}
+		hist = append(hist, porcupine.Operation{ClientId: op.Client, Input: op.Input, Output: op.Output, Call: op.Call, Return: op.Return, Metadata: op.Member})
 	}
 	res, info := porcupine.CheckOperationsVerbose(Model(), hist, timeout)
 	return Verdict{Result: res, Ops: len(ops), Unknown: unknown, info: info}

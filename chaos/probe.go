@@ -1,0 +1,151 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kvnode/kvnode/partition"
+)
+
+// Prober measures failover: through every member separately it writes, one
+// after another with a short timeout, a key in every group of the region,
+// so after a fault it sees the first write a survivor acknowledges for
+// the groups the faulty member led. The workload cannot tell this: its
+// clients pick members at random and soon all wait on a frozen one.
+type Prober struct {
+	Region  RegionSpec
+	URLs    []string
+	Names   []string
+	P       int // partition groups
+	Clock   time.Time
+	Timeout time.Duration // 500ms when zero: a finer clock than the workload's 3s
+
+	mu    sync.Mutex
+	probe []probeOp
+}
+
+type probeOp struct {
+	member    string
+	group     uint64
+	call, ret time.Duration
+	ok        bool
+}
+
+// probeKey is a key of group g written through member m.
+func (p *Prober) probeKey(m int, g uint64) string {
+	if !p.Region.Partitioned {
+		return fmt.Sprintf("p%d", m)
+	}
+	for s := 0; ; s++ {
+		k := fmt.Sprintf("p%d-%d-%d", m, g, s)
+		if partition.GroupForKey(k, p.P) == g {
+			return k
+		}
+	}
+}
+
+// Run probes until ctx ends.
+func (p *Prober) Run(ctx context.Context) {
+	if p.Timeout == 0 {
+		p.Timeout = 500 * time.Millisecond
+	}
+	if p.Region.Partitioned && p.P < 1 {
+		return // the partition count is unknown: the run has failed already
+	}
+	groups := []uint64{0}
+	if p.Region.Partitioned {
+		groups = groups[:0]
+		for g := 1; g <= p.P; g++ {
+			groups = append(groups, uint64(g))
+		}
+	}
+	var wg sync.WaitGroup
+	for m := range p.URLs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := &http.Client{Timeout: p.Timeout}
+			defer hc.CloseIdleConnections()
+			keys := make([]string, len(groups))
+			for i, g := range groups {
+				keys[i] = p.probeKey(m, g)
+			}
+			for n := 0; ctx.Err() == nil; n++ {
+				i := n % len(groups)
+				call := time.Since(p.Clock)
+				ok, refused := p.write(ctx, hc, p.URLs[m], keys[i], n)
+				p.mu.Lock()
+				p.probe = append(p.probe, probeOp{member: p.Names[m], group: groups[i], call: call, ret: time.Since(p.Clock), ok: ok})
+				p.mu.Unlock()
+				if refused {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (p *Prober) write(ctx context.Context, hc *http.Client, base, key string, n int) (ok, refused bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/kv/v1/"+p.Region.Name+"/"+key, bytes.NewReader(valueJSON(int64(n+1))))
+	if err != nil {
+		return false, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, isRefused(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, false
+}
+
+// Failover measures, for every fault on a member that led one of the
+// region's groups, the time from the fault to the first write to such a
+// group that another member acknowledged, begun after the fault.
+func (p *Prober) Failover(rr *RegionReport, faults []FaultEvent) {
+	p.mu.Lock()
+	ops := slices.Clone(p.probe)
+	p.mu.Unlock()
+	var times []time.Duration
+	for _, f := range faults {
+		groups := map[uint64]bool{}
+		for _, g := range f.Led {
+			if p.Region.Partitioned == (g != 0) {
+				groups[g] = true
+			}
+		}
+		if len(groups) == 0 {
+			continue
+		}
+		rr.Failovers++
+		best := time.Duration(-1)
+		for _, op := range ops {
+			if !op.ok || op.call < f.At || op.member == f.Target || !groups[op.group] {
+				continue
+			}
+			if d := op.ret - f.At; best < 0 || d < best {
+				best = d
+			}
+		}
+		if best < 0 {
+			rr.NoRecovery++
+			continue
+		}
+		times = append(times, best)
+	}
+	if len(times) == 0 {
+		return
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	rr.FailoverP50 = times[len(times)/2]
+	rr.FailoverMax = times[len(times)-1]
+}

@@ -1,0 +1,341 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ProcConfig describes a cluster of kvnode processes on 127.0.0.0/8.
+type ProcConfig struct {
+	Binary string   // the kvnode binary (BuildKvnode)
+	Dir    string   // data directories and logs, one folder per member
+	Size   int      // members; 3 when zero
+	Flags  []string // more flags for every member (regions, timeouts)
+	// FirstIP is member 0's address; member i is FirstIP+i. 127.0.0.11
+	// when zero. Each member needs its own IP so the link proxies can tell
+	// members apart.
+	FirstIP netip.Addr
+}
+
+// ProcCluster is the process backend: each member is a kvnode process with
+// its own loopback IP, and every member-to-member link (internal port and
+// gossip) runs through Net's proxies, which the members advertise.
+type ProcCluster struct {
+	cfg     ProcConfig
+	net     *Net
+	members []*procMember
+}
+
+type procMember struct {
+	name, dir, ip   string
+	http, internal  string // where it listens
+	gossip          string
+	advInt, advGosp string // its proxies, which it advertises
+	mu              sync.Mutex
+	cmd             *exec.Cmd
+	exited          chan struct{}
+	log             *os.File
+}
+
+// BuildKvnode builds the kvnode binary into dir (statically, as the image
+// is) and returns its path.
+func BuildKvnode(ctx context.Context, dir string) (string, error) {
+	out := filepath.Join(dir, "kvnode")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "github.com/kvnode/kvnode/cmd/kvnode")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build kvnode: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+// StartProcCluster starts cfg.Size members with their proxies and waits
+// until every one is ready.
+func StartProcCluster(ctx context.Context, cfg ProcConfig) (*ProcCluster, error) {
+	if cfg.Size == 0 {
+		cfg.Size = 3
+	}
+	if !cfg.FirstIP.IsValid() {
+		cfg.FirstIP = netip.MustParseAddr("127.0.0.11")
+	}
+	ips := make([]netip.Addr, cfg.Size)
+	ip := cfg.FirstIP
+	for i := range ips {
+		ips[i] = ip
+		ip = ip.Next()
+	}
+	pc := &ProcCluster{cfg: cfg, net: NewNet(ips)}
+	for i, ip := range ips {
+		m := &procMember{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1)), ip: ip.String()}
+		var err error
+		if m.http, err = freeAddr(m.ip, false); err == nil {
+			if m.internal, err = freeAddr(m.ip, false); err == nil {
+				m.gossip, err = freeAddr(m.ip, true)
+			}
+		}
+		if err == nil {
+			m.advInt, err = pc.net.Proxy(i, m.ip+":0", m.internal, false)
+		}
+		for try := 0; try < 10 && err == nil; try++ {
+			// The gossip proxy needs the same port free for TCP and UDP.
+			if m.advGosp, err = pc.net.Proxy(i, m.ip+":0", m.gossip, true); err == nil {
+				break
+			}
+			if try < 9 {
+				err = nil
+			}
+		}
+		if err != nil {
+			pc.net.Close()
+			return nil, fmt.Errorf("member %s: %w", m.name, err)
+		}
+		pc.members = append(pc.members, m)
+	}
+	for i := range pc.members {
+		if err := pc.Start(i); err != nil {
+			_ = pc.Close()
+			return nil, err
+		}
+	}
+	for i := range pc.members {
+		if err := pc.WaitReady(ctx, i); err != nil {
+			_ = pc.Close()
+			return nil, err
+		}
+	}
+	return pc, nil
+}
+
+// freeAddr is ip:port with a port free a moment ago (for TCP, and with udp
+// for UDP too).
+func freeAddr(ip string, udp bool) (string, error) {
+	for range 20 {
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			return "", err
+		}
+		addr := ln.Addr().String()
+		if !udp {
+			_ = ln.Close()
+			return addr, nil
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		_ = ln.Close()
+		if err == nil {
+			_ = pc.Close()
+			return addr, nil
+		}
+	}
+	return "", fmt.Errorf("no port free on %s", ip)
+}
+
+func (pc *ProcCluster) Size() int         { return len(pc.members) }
+func (pc *ProcCluster) Name(i int) string { return pc.members[i].name }
+func (pc *ProcCluster) URL(i int) string  { return "http://" + pc.members[i].http }
+
+// Net is the proxies' fault table, for faults the Backend methods do not
+// name.
+func (pc *ProcCluster) Net() *Net { return pc.net }
+
+// LogPath is member i's log (all its runs, appended).
+func (pc *ProcCluster) LogPath(i int) string { return filepath.Join(pc.members[i].dir, "kvnode.log") }
+
+// Start starts member i (it must not be running).
+func (pc *ProcCluster) Start(i int) error {
+	m := pc.members[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd != nil {
+		return fmt.Errorf("member %s is already running", m.name)
+	}
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return err
+	}
+	if err := pc.net.Up(i); err != nil {
+		return err
+	}
+	var join []string
+	for _, o := range pc.members {
+		join = append(join, o.advGosp)
+	}
+	args := []string{
+		"--name", m.name,
+		"--data-dir", filepath.Join(m.dir, "data"),
+		"--http-addr", m.http,
+		"--internal-addr", m.internal,
+		"--advertise-internal", m.advInt,
+		"--gossip-addr", m.gossip,
+		"--advertise-gossip", m.advGosp,
+		"--join", strings.Join(join, ","),
+		"--bootstrap-expect", strconv.Itoa(len(pc.members)),
+	}
+	args = append(args, pc.cfg.Flags...)
+	log, err := os.OpenFile(filepath.Join(m.dir, "kvnode.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "---- start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+	cmd := exec.Command(pc.cfg.Binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KVNODE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return fmt.Errorf("start %s: %w", m.name, err)
+	}
+	m.cmd, m.log, m.exited = cmd, log, make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}, log *os.File) {
+		_ = cmd.Wait()
+		fmt.Fprintf(log, "---- exit %s %v\n", time.Now().Format(time.RFC3339Nano), cmd.ProcessState)
+		_ = log.Close()
+		close(exited)
+	}(cmd, m.exited, log)
+	return nil
+}
+
+// signal sends sig to member i's process, if it runs.
+func (pc *ProcCluster) signal(i int, sig syscall.Signal) (chan struct{}, error) {
+	m := pc.members[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return nil, fmt.Errorf("member %s is not running", m.name)
+	}
+	if err := m.cmd.Process.Signal(sig); err != nil {
+		return nil, fmt.Errorf("signal %v to %s: %w", sig, m.name, err)
+	}
+	return m.exited, nil
+}
+
+// wait waits for member i's process to exit after a signal, and forgets it.
+func (pc *ProcCluster) wait(i int, exited chan struct{}, d time.Duration) error {
+	select {
+	case <-exited:
+	case <-time.After(d):
+		return fmt.Errorf("member %s did not exit within %v", pc.members[i].name, d)
+	}
+	m := pc.members[i]
+	m.mu.Lock()
+	m.cmd = nil
+	m.mu.Unlock()
+	return nil
+}
+
+func (pc *ProcCluster) Kill(i int) error {
+	exited, err := pc.signal(i, syscall.SIGKILL)
+	if err != nil {
+		return err
+	}
+	err = pc.wait(i, exited, 10*time.Second)
+	pc.net.Down(i)
+	return err
+}
+
+func (pc *ProcCluster) Stop(i int) error {
+	exited, err := pc.signal(i, syscall.SIGTERM)
+	if err != nil {
+		return err
+	}
+	if err := pc.wait(i, exited, 40*time.Second); err != nil {
+		_ = pc.Kill(i)
+		return err
+	}
+	pc.net.Down(i)
+	return nil
+}
+
+func (pc *ProcCluster) Pause(i int) error {
+	_, err := pc.signal(i, syscall.SIGSTOP)
+	return err
+}
+
+func (pc *ProcCluster) Resume(i int) error {
+	_, err := pc.signal(i, syscall.SIGCONT)
+	return err
+}
+
+func (pc *ProcCluster) Isolate(i int) error {
+	pc.net.Isolate(i, len(pc.members), Blackhole)
+	return nil
+}
+
+func (pc *ProcCluster) LinkFaults() bool { return true }
+
+func (pc *ProcCluster) CutOneWay(from, to int) error {
+	pc.net.Set(from, to, LinkState{Fault: Blackhole})
+	return nil
+}
+
+func (pc *ProcCluster) Slow(from, to int, ms int) error {
+	pc.net.Set(from, to, LinkState{Fault: Delay, Delay: time.Duration(ms) * time.Millisecond})
+	return nil
+}
+
+func (pc *ProcCluster) Heal() error {
+	pc.net.Heal()
+	return nil
+}
+
+func (pc *ProcCluster) WaitReady(ctx context.Context, i int) error {
+	return waitReady(ctx, pc.URL(i), pc.members[i].name)
+}
+
+// waitReady polls url's /readyz until it answers 200.
+func waitReady(ctx context.Context, url, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	last := "no answer"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("member %s not ready (last: %s): %w", name, last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Close kills every member and stops the proxies.
+func (pc *ProcCluster) Close() error {
+	var errs []error
+	for i, m := range pc.members {
+		m.mu.Lock()
+		running := m.cmd != nil
+		m.mu.Unlock()
+		if running {
+			if err := pc.Kill(i); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	pc.net.Close()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,205 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Summary is a run's outcome in a few lines.
+func (r Report) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s on %s, %v, %d faults, %d elections", r.Scenario, r.Backend, r.Duration, len(r.Faults), r.Elections)
+	for _, rr := range r.Regions {
+		fmt.Fprintf(&b, "\n  %-7s ops %6d  definite %6d  unknown %4d  refused %4d  availability %5.1f%%  failover p50 %v max %v (%d, %d without recovery)  ledger %d acked %d lost  diverged %d  verdict %s",
+			rr.Region, rr.Ops, rr.Definite, rr.Unknown, rr.Refused, 100*rr.Availability,
+			rr.FailoverP50.Round(time.Millisecond), rr.FailoverMax.Round(time.Millisecond), rr.Failovers, rr.NoRecovery,
+			rr.LedgerAcked, rr.LedgerLost, rr.Diverged, rr.Verdict)
+		causes := make([]string, 0, len(rr.Causes))
+		for c, n := range rr.Causes {
+			causes = append(causes, fmt.Sprintf("%d× %s", n, c))
+		}
+		sort.Strings(causes)
+		for _, c := range causes {
+			fmt.Fprintf(&b, "\n    unknown: %s", c)
+		}
+	}
+	return b.String()
+}
+
+// Problems lists why a run is not OK.
+func (r Report) Problems() []string {
+	out := append([]string(nil), r.Errors...)
+	for _, rr := range r.Regions {
+		if rr.Verdict != "ok" {
+			out = append(out, fmt.Sprintf("%s: history %s (saved: %s)", rr.Region, rr.Verdict, strings.Join(rr.Saved, ", ")))
+		}
+		if rr.LedgerLost > 0 {
+			out = append(out, fmt.Sprintf("%s: %d acknowledged writes lost", rr.Region, rr.LedgerLost))
+		}
+	}
+	return out
+}
+
+// LoadReports reads a runs.jsonl file.
+func LoadReports(path string) ([]Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Report
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r Report
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+const (
+	beginGenerated = "<!-- BEGIN GENERATED: make chaos rewrites what follows, up to END GENERATED -->"
+	endGenerated   = "<!-- END GENERATED -->"
+)
+
+// WriteDoc rewrites the generated part of the Markdown file at path from
+// reports, keeping the hand-written text around it.
+func WriteDoc(path string, reports []Report) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	head, tail := "# Chaos and failover tests\n\n", "\n"
+	if s := string(old); strings.Contains(s, beginGenerated) && strings.Contains(s, endGenerated) {
+		head = s[:strings.Index(s, beginGenerated)]
+		tail = s[strings.Index(s, endGenerated)+len(endGenerated):]
+	}
+	doc := head + beginGenerated + "\n\n" + Tables(reports) + "\n" + endGenerated + tail
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+// Tables renders the runs as Markdown: one row per scenario and region.
+func Tables(reports []Report) string {
+	var b strings.Builder
+	if len(reports) == 0 {
+		return "No runs recorded yet.\n"
+	}
+	first, last := reports[0].Started, reports[0].Started
+	for _, r := range reports {
+		if r.Started.Before(first) {
+			first = r.Started
+		}
+		if r.Started.After(last) {
+			last = r.Started
+		}
+	}
+	fmt.Fprintf(&b, "%d runs from %s to %s, on %s/%s with %d CPUs (the machine the runs were made on).\n\n",
+		len(reports), first.UTC().Format("2006-01-02 15:04"), last.UTC().Format("2006-01-02 15:04"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+
+	type key struct {
+		scenario, backend, region string
+		concurrent                int // > 1: runs that shared the host
+	}
+	type agg struct {
+		runs, ok, ops, definite, unknown, attempts int
+		durations                                  map[time.Duration]int
+		p50s                                       []time.Duration
+		max                                        time.Duration
+		failovers, noRecovery                      int
+		acked, lost, diverged                      int
+		elections                                  uint64
+		faults                                     int
+	}
+	aggs := map[key]*agg{}
+	var order []key
+	scenarioOrder := map[string]int{}
+	for i, s := range Scenarios() {
+		scenarioOrder[s.Name] = i
+	}
+	for _, r := range reports {
+		for _, rr := range r.Regions {
+			k := key{r.Scenario, r.Backend, rr.Region, max(r.Concurrent, 1)}
+			a := aggs[k]
+			if a == nil {
+				a = &agg{durations: map[time.Duration]int{}}
+				aggs[k] = a
+				order = append(order, k)
+			}
+			a.runs++
+			if r.OK() {
+				a.ok++
+			}
+			a.durations[r.Duration]++
+			a.ops += rr.Ops
+			a.definite += rr.Definite
+			a.unknown += rr.Unknown
+			a.attempts += rr.Definite + rr.Unknown + rr.Refused
+			if rr.Failovers > rr.NoRecovery {
+				a.p50s = append(a.p50s, rr.FailoverP50)
+			}
+			a.max = max(a.max, rr.FailoverMax)
+			a.failovers += rr.Failovers
+			a.noRecovery += rr.NoRecovery
+			a.acked += rr.LedgerAcked
+			a.lost += rr.LedgerLost
+			a.diverged += rr.Diverged
+			a.elections += r.Elections
+			a.faults += len(r.Faults)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.backend != b.backend {
+			return a.backend > b.backend
+		}
+		if a.concurrent != b.concurrent {
+			return a.concurrent < b.concurrent
+		}
+		if a.scenario != b.scenario {
+			return scenarioOrder[a.scenario] < scenarioOrder[b.scenario]
+		}
+		return a.region < b.region
+	})
+	b.WriteString("| scenario | backend | region | runs (length) | passed | operations | availability | failover p50 / max | leader faults (no recovery) | elections per run | ledger acked / lost | verdict |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range order {
+		a := aggs[k]
+		var lengths []string
+		for d, n := range a.durations {
+			lengths = append(lengths, fmt.Sprintf("%d×%v", n, d))
+		}
+		sort.Strings(lengths)
+		avail := "-"
+		if a.attempts > 0 {
+			avail = fmt.Sprintf("%.1f%%", 100*float64(a.definite)/float64(a.attempts))
+		}
+		failover := "-"
+		if len(a.p50s) > 0 {
+			sort.Slice(a.p50s, func(i, j int) bool { return a.p50s[i] < a.p50s[j] })
+			failover = fmt.Sprintf("%v / %v", a.p50s[len(a.p50s)/2].Round(10*time.Millisecond), a.max.Round(10*time.Millisecond))
+		}
+		backend := k.backend
+		if k.concurrent > 1 {
+			backend = fmt.Sprintf("%s, %d at once", k.backend, k.concurrent)
+		}
+		verdict := "linearizable"
+		if a.ok < a.runs {
+			verdict = fmt.Sprintf("**%d failed**", a.runs-a.ok)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d | %d | %s | %s | %d (%d) | %.1f | %d / %d | %s |\n",
+			k.scenario, backend, k.region, strings.Join(lengths, ", "), a.ok, a.runs, a.ops, avail, failover,
+			a.failovers, a.noRecovery, float64(a.elections)/float64(a.runs), a.acked, a.lost, verdict)
+	}
+	return b.String()
+}

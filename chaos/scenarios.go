@@ -17,7 +17,7 @@ func Scenarios() []Scenario {
 	return []Scenario{
 		{Name: "none", Doc: "no faults: the baseline, and the check for elections nobody asked for under load", Nemesis: func(ctx context.Context, r *Run) { <-ctx.Done() }},
 		{Name: "kill-leader", Doc: "SIGKILL the leader (alternately of the control group and of the most partition groups), restart it 5 s later", Nemesis: killLeader},
-		{Name: "kill-follower", Doc: "SIGKILL a member that leads nothing, restart it 5 s later", Nemesis: killFollower},
+		{Name: "kill-follower", Doc: "SIGKILL a member that leads nothing (with four groups on three members, usually one that leads only partition groups: never the control group's leader), restart it 5 s later", Nemesis: killFollower},
 		{Name: "pause-leader", Doc: "SIGSTOP the leader for 5 s, then SIGCONT: it wakes up believing it leads", Nemesis: pauseLeader},
 		{Name: "isolate-leader", Doc: "blackhole every link of the leader in both directions for 5 s; clients still reach it, and it must not acknowledge", Nemesis: isolateLeader},
 		{Name: "partition", Doc: "split the cluster into {1} and {2} around a random member for 5 s", Nemesis: partitionRandom},

@@ -153,7 +153,7 @@ func (c *ComposeCluster) Heal() error {
 }
 
 func (c *ComposeCluster) WaitReady(ctx context.Context, i int) error {
-	return waitReady(ctx, c.URL(i), c.Name(i))
+	return waitReady(ctx, c.URL(i), c.Name(i), nil)
 }
 
 // Logs is the members' recent logs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -77,12 +78,25 @@ func StartProcCluster(ctx context.Context, cfg ProcConfig) (*ProcCluster, error)
 		ip = ip.Next()
 	}
 	pc := &ProcCluster{cfg: cfg, net: NewNet(ips)}
+	// The members' ports stay bound until every proxy has its own, so the
+	// kernel cannot hand a proxy a port a member is about to listen on.
+	var held []io.Closer
+	defer func() {
+		for _, c := range held {
+			_ = c.Close()
+		}
+	}()
+	reserve := func(ip string, udp bool) (string, error) {
+		addr, c, err := reserveAddr(ip, udp)
+		held = append(held, c...)
+		return addr, err
+	}
 	for i, ip := range ips {
 		m := &procMember{name: fmt.Sprintf("n%d", i+1), dir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1)), ip: ip.String()}
 		var err error
-		if m.http, err = freeAddr(m.ip, false); err == nil {
-			if m.internal, err = freeAddr(m.ip, false); err == nil {
-				m.gossip, err = freeAddr(m.ip, true)
+		if m.http, err = reserve(m.ip, false); err == nil {
+			if m.internal, err = reserve(m.ip, false); err == nil {
+				m.gossip, err = reserve(m.ip, true)
 			}
 		}
 		if err == nil {
@@ -103,6 +117,10 @@ func StartProcCluster(ctx context.Context, cfg ProcConfig) (*ProcCluster, error)
 		}
 		pc.members = append(pc.members, m)
 	}
+	for _, c := range held {
+		_ = c.Close()
+	}
+	held = nil
 	for i := range pc.members {
 		if err := pc.Start(i); err != nil {
 			_ = pc.Close()
@@ -118,27 +136,26 @@ func StartProcCluster(ctx context.Context, cfg ProcConfig) (*ProcCluster, error)
 	return pc, nil
 }
 
-// freeAddr is ip:port with a port free a moment ago (for TCP, and with udp
-// for UDP too).
-func freeAddr(ip string, udp bool) (string, error) {
+// reserveAddr finds a free ip:port (for TCP, and with udp for UDP too)
+// and keeps it bound: the caller closes what it returns just before the
+// member that will listen there starts.
+func reserveAddr(ip string, udp bool) (string, []io.Closer, error) {
 	for range 20 {
 		ln, err := net.Listen("tcp", ip+":0")
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		addr := ln.Addr().String()
 		if !udp {
-			_ = ln.Close()
-			return addr, nil
+			return addr, []io.Closer{ln}, nil
 		}
 		pc, err := net.ListenPacket("udp", addr)
-		_ = ln.Close()
 		if err == nil {
-			_ = pc.Close()
-			return addr, nil
+			return addr, []io.Closer{ln, pc}, nil
 		}
+		_ = ln.Close()
 	}
-	return "", fmt.Errorf("no port free on %s", ip)
+	return "", nil, fmt.Errorf("no port free on %s", ip)
 }
 
 func (pc *ProcCluster) Size() int         { return len(pc.members) }
@@ -292,11 +309,34 @@ func (pc *ProcCluster) Heal() error {
 }
 
 func (pc *ProcCluster) WaitReady(ctx context.Context, i int) error {
-	return waitReady(ctx, pc.URL(i), pc.members[i].name)
+	m := pc.members[i]
+	m.mu.Lock()
+	exited := m.exited
+	m.mu.Unlock()
+	gone := func() error {
+		select {
+		case <-exited:
+			return fmt.Errorf("member %s exited; the end of its log:\n%s", m.name, logTail(pc.LogPath(i), 20))
+		default:
+			return nil
+		}
+	}
+	return waitReady(ctx, pc.URL(i), m.name, gone)
 }
 
-// waitReady polls url's /readyz until it answers 200.
-func waitReady(ctx context.Context, url, name string) error {
+// logTail is the last n lines of the file at path.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// waitReady polls url's /readyz until it answers 200. gone, when not nil,
+// says the member can no longer become ready (its process exited).
+func waitReady(ctx context.Context, url, name string, gone func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
@@ -314,6 +354,11 @@ func waitReady(ctx context.Context, url, name string) error {
 			last = resp.Status
 		} else {
 			last = err.Error()
+		}
+		if gone != nil {
+			if err := gone(); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -153,3 +153,33 @@ func TestHistoryStoresUnknownAtInfinity(t *testing.T) {
 		t.Errorf("recorded %+v", got)
 	}
 }
+
+// TestRecordedStaleReadIsCaught: key k6 of a pause-leader run (2026-11-23)
+// in which the leader, woken from SIGSTOP, served a linearizable GET with
+// the value 3046 after a PUT of 3117 through the new leader had been
+// acknowledged (the read-index bug fixed in store/readindex.go). The
+// checker must reject it, and accept the same history without that GET.
+func TestRecordedStaleReadIsCaught(t *testing.T) {
+	ops, err := LoadHistory("testdata/pause-leader-stale-read.history.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := Check(ops, time.Minute); v.Result != porcupine.Illegal {
+		t.Fatalf("the recorded stale read: %v, want Illegal", v.Result)
+	}
+	var without []Op
+	dropped := 0
+	for _, op := range ops {
+		if op.Client == 22 && op.Input.Kind == Get && op.Output.Value == 3046 && op.Call > 24*int64(time.Second) {
+			dropped++
+			continue
+		}
+		without = append(without, op)
+	}
+	if dropped != 1 {
+		t.Fatalf("found the stale GET %d times, want once", dropped)
+	}
+	if v := Check(without, time.Minute); v.Result != porcupine.Ok {
+		t.Fatalf("without the stale GET: %v, want Ok", v.Result)
+	}
+}

@@ -124,7 +124,7 @@ var _ net.Addr = stringAddr("")
 
 // openGroup opens (or creates) the group's stores under dir and starts its
 // Raft instance. It does not bootstrap.
-func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.ServerAddressProvider, rc RaftConfig, logger *slog.Logger, fo fsm.Options) (*group, error) {
+func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.ServerAddressProvider, rc RaftConfig, logger *slog.Logger, fo fsm.Options, confirm confirmFunc) (*group, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft group %d: create %s: %w", gid, dir, err)
 	}
@@ -196,7 +196,7 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		stop:    make(chan struct{}),
 		obsCh:   make(chan raft.Observation, 16),
 	}
-	g.reads = newReadIndexer(g)
+	g.reads = newReadIndexer(g, confirm)
 	g.batch = newBatcher(g)
 	g.observer = raft.NewObserver(g.obsCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)

@@ -92,7 +92,7 @@ func (s *Store) openPartition(gid uint64, p int) (*group, error) {
 	}
 	layer := &raftLayer{chanListener: ln, gid: gid, dialer: s.dialer}
 	keyFilter := func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }
-	g, err := openGroup(gid, dir, s.name, layer, memberAddrs{s.cfg.Members}, s.cfg.Raft, s.logger, fsm.Options{KeyFilter: keyFilter})
+	g, err := openGroup(gid, dir, s.name, layer, memberAddrs{s.cfg.Members}, s.cfg.Raft, s.logger, fsm.Options{KeyFilter: keyFilter}, s.confirmLeadership)
 	if err != nil {
 		_ = ln.Close()
 		return nil, err

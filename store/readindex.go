@@ -17,12 +17,23 @@ import (
 // Readers on the leader then read at once; readers on followers wait until
 // their own state machine has applied that index.
 //
+// Leadership is confirmed by asking every voter for its term with requests
+// sent after the index was recorded (confirmFunc), not with
+// raft.VerifyLeader: hashicorp/raft counts any successful AppendEntries
+// answer that arrives after VerifyLeader was called as a vote, including
+// answers to requests sent before it. A leader paused (SIGSTOP, a VM
+// stall) while such a request was in flight wakes up, finds the old
+// term's "success" waiting in its socket, and confirms a leadership it
+// lost seconds ago: the chaos pause-leader runs caught it serving a value
+// overwritten under the new leader (docs/chaos.md).
+//
 // Concurrent reads share rounds: a round collects every reader that arrived
 // while the previous round was in flight, so one quorum heartbeat serves many
 // reads. A reader never joins a round that has already recorded its index,
 // because the index must be taken after the read began.
 type readIndexer struct {
-	g *group
+	g       *group
+	confirm confirmFunc
 
 	mu       sync.Mutex
 	pending  *readRound // the round that new readers join; not yet started
@@ -35,7 +46,16 @@ type readRound struct {
 	err   error
 }
 
-func newReadIndexer(g *group) *readIndexer { return &readIndexer{g: g} }
+// confirmFunc returns nil when a quorum of g's voters, asked after the
+// call began, are in term at most term: then no leader of a later term
+// can have been elected before the call (terms only grow, and any two
+// quorums share a voter), so no write newer than the leader's could have
+// been acknowledged before it.
+type confirmFunc func(g *group, term uint64) error
+
+func newReadIndexer(g *group, confirm confirmFunc) *readIndexer {
+	return &readIndexer{g: g, confirm: confirm}
+}
 
 // readIndex returns an index such that a replica whose FSM has applied it
 // reflects every write acknowledged before the call.
@@ -92,8 +112,8 @@ func (ri *readIndexer) round() (uint64, error) {
 	// Every write acknowledged so far has been applied here (the leader
 	// acknowledges only after applying), so this index covers them all.
 	index := g.fsm.AppliedIndex()
-	if err := g.raft.VerifyLeader().Error(); err != nil {
-		return 0, fmt.Errorf("verify leadership: %w", raftErr(err))
+	if err := ri.confirm(g, term); err != nil {
+		return 0, fmt.Errorf("confirm leadership: %w", err)
 	}
 	if g.raft.CurrentTerm() != term {
 		return 0, fmt.Errorf("term changed during read: %w", region.ErrNotLeader)

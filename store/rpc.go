@@ -28,6 +28,7 @@ import (
 //	POST /v1/groups/{gid}/apply      body: encoded fsm.Command → encoded fsm.Result
 //	POST /v1/groups/{gid}/read       body: JSON readReq → JSON readResp
 //	POST /v1/groups/{gid}/readindex  → uvarint read index (leader only)
+//	POST /v1/groups/{gid}/term?id=   → uvarint term of the group here, if this is member id
 //	POST /v1/groups/{gid}/query      body: JSON queryReq → oql.EncodePartial
 //	POST /v1/groups/{gid}/leave?id=  → the leader removes server id from the group
 //	GET  /v1/status                  → JSON NodeStatus
@@ -64,6 +65,7 @@ func newRPCServer(s *Store) *rpcServer {
 	mux.HandleFunc("POST /v1/groups/{gid}/apply", r.apply)
 	mux.HandleFunc("POST /v1/groups/{gid}/read", r.read)
 	mux.HandleFunc("POST /v1/groups/{gid}/readindex", r.readIndex)
+	mux.HandleFunc("POST /v1/groups/{gid}/term", r.term)
 	mux.HandleFunc("POST /v1/groups/{gid}/query", r.query)
 	mux.HandleFunc("POST /v1/groups/{gid}/leave", r.leave)
 	mux.HandleFunc("GET /v1/status", r.status)
@@ -207,6 +209,21 @@ func (r *rpcServer) readIndex(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	_, _ = w.Write(binary.AppendUvarint(nil, idx))
+}
+
+// term answers a leader confirming its leadership (confirmLeadership) with
+// this member's current term in the group. It refuses a request meant for
+// another member: the caller dialed an address that is no longer its.
+func (r *rpcServer) term(w http.ResponseWriter, req *http.Request) {
+	if id := req.URL.Query().Get("id"); id != r.s.name {
+		writeRPCError(w, fmt.Errorf("this is %s, not %q: %w", r.s.name, id, errUnreachable))
+		return
+	}
+	g, ok := r.group(w, req)
+	if !ok {
+		return
+	}
+	_, _ = w.Write(binary.AppendUvarint(nil, g.raft.CurrentTerm()))
 }
 
 func (r *rpcServer) leave(w http.ResponseWriter, req *http.Request) {
@@ -428,6 +445,19 @@ func readRPCErr(ctx context.Context, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %v", errNoAnswer, err)
+}
+
+// term asks member id, at addr, for its term in group gid.
+func (c *rpcClient) term(ctx context.Context, addr string, gid uint64, id string) (uint64, error) {
+	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/term?id="+url.QueryEscape(id), nil)
+	if err != nil {
+		return 0, err
+	}
+	t, n := binary.Uvarint(data)
+	if n <= 0 {
+		return 0, fmt.Errorf("term from %s: bad answer", addr)
+	}
+	return t, nil
 }
 
 func (c *rpcClient) leave(ctx context.Context, addr string, gid uint64, id string) error {

@@ -194,7 +194,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	layer := &raftLayer{chanListener: ln, gid: controlGroup, dialer: s.dialer}
-	g, err := openGroup(controlGroup, s.groupDir(controlGroup), cfg.NodeName, layer, memberAddrs{cfg.Members}, cfg.Raft, cfg.Logger, fsm.Options{})
+	g, err := openGroup(controlGroup, s.groupDir(controlGroup), cfg.NodeName, layer, memberAddrs{cfg.Members}, cfg.Raft, cfg.Logger, fsm.Options{}, s.confirmLeadership)
 	if err != nil {
 		_ = s.mux.close()
 		return nil, err

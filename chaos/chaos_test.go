@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/ports"
 )
 
 var (
@@ -223,18 +224,14 @@ func buildImage(t *testing.T, bin string) string {
 	return image
 }
 
-// freePorts reserves n loopback TCP ports.
+// freePorts are the compose cluster's published ports: containers restart
+// on them, so they come from below the ephemeral range (package ports).
 func freePorts(t *testing.T, n int) []int {
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-		defer ln.Close()
+	ps, err := ports.Stable(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return ps
 }
 
 func appendReport(path string, rep Report) error {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/ports"
 )
 
 // buildOnce builds the kvnode binary once per test binary.
@@ -48,30 +49,17 @@ func kvnodeBinary(t *testing.T) string {
 	return buildOnce.path
 }
 
-// freePorts reserves n distinct loopback ports. They are released before
-// use, so another process could take one in between; the test then fails
-// loudly at startup rather than misbehaving.
+// freePorts are the members' ports. A killed member restarts on its
+// ports, so they come from below the ephemeral range, where no outgoing
+// connection can take one meanwhile (package ports); another process could
+// still, and the test then fails loudly at startup.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	var lns []net.Listener
-	for len(ports) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("reserve port: %v", err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		// Gossip also needs the UDP port.
-		if pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			_ = pc.Close()
-			ports = append(ports, port)
-		}
-		lns = append(lns, ln)
+	ps, err := ports.Stable(n)
+	if err != nil {
+		t.Fatalf("ports: %v", err)
 	}
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-	return ports
+	return ps
 }
 
 // proc is one kvnode process.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/ports"
 )
 
 // repoRoot is the repository, two levels above this package.
@@ -71,23 +72,15 @@ func docker(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// freePorts reserves n loopback TCP ports.
+// freePorts are the published ports: containers restart on them, so they
+// come from below the ephemeral range (package ports says why).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	ps, err := ports.Stable(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-	return out
+	return ps
 }
 
 type reply struct {

@@ -29,8 +29,9 @@ func (a *appliedIndex) set(index uint64) {
 	a.mu.Unlock()
 }
 
-// wait blocks until the index is at least index or ctx ends.
-func (a *appliedIndex) wait(ctx context.Context, index uint64) error {
+// wait blocks until the index is at least index, ctx ends, or stopped is
+// closed (then it returns stopErr()).
+func (a *appliedIndex) wait(ctx context.Context, index uint64, stopped <-chan struct{}, stopErr func() error) error {
 	for {
 		// Read the index under mu: set stores before it takes mu, so either
 		// we see the new index or the channel we get is closed by that set.
@@ -48,6 +49,11 @@ func (a *appliedIndex) wait(ctx context.Context, index uint64) error {
 
 		select {
 		case <-ch:
+		case <-stopped:
+			if a.index.Load() >= index {
+				return nil
+			}
+			return stopErr()
 		case <-ctx.Done():
 			return fmt.Errorf("fsm: waiting for applied index %d (at %d): %w", index, a.index.Load(), ctx.Err())
 		}
@@ -62,7 +68,8 @@ func (a *appliedIndex) wait(ctx context.Context, index uint64) error {
 func (f *FSM) AppliedIndex() uint64 { return f.applied.index.Load() }
 
 // WaitApplied blocks until AppliedIndex() >= index or ctx ends; then it
-// returns an error wrapping ctx.Err().
+// returns an error wrapping ctx.Err(). It returns the HaltError at once when
+// the state machine has halted (see Halted) short of index.
 func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
-	return f.applied.wait(ctx, index)
+	return f.applied.wait(ctx, index, f.stopped, f.Halted)
 }

@@ -2,9 +2,13 @@ package fsm
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/kvnode/kvnode/region"
@@ -270,28 +274,98 @@ func TestApplyNonCommandEntries(t *testing.T) {
 	}
 }
 
-func TestApplyPanicsOnUndecodableCommand(t *testing.T) {
+// TestApplyHaltsOnUndecodableCommand: a committed entry that does not
+// decode stops the state machine at that entry instead of panicking (which
+// took the whole node down, and again at every replay): the entries before
+// it are applied, nothing after it is, the error names the group and the
+// entry, the waiting client is told the outcome is unknown, snapshots are
+// refused and WaitApplied returns at once.
+func TestApplyHaltsOnUndecodableCommand(t *testing.T) {
 	for _, apply := range []struct {
 		name string
-		fn   func(*FSM, *raft.Log)
+		fn   func(*FSM, []*raft.Log) []interface{}
 	}{
-		{"Apply", func(f *FSM, l *raft.Log) { f.Apply(l) }},
-		{"ApplyBatch", func(f *FSM, l *raft.Log) { f.ApplyBatch([]*raft.Log{l}) }},
+		{"Apply", func(f *FSM, logs []*raft.Log) []interface{} {
+			var out []interface{}
+			for _, l := range logs {
+				out = append(out, f.Apply(l))
+			}
+			return out
+		}},
+		{"ApplyBatch", func(f *FSM, logs []*raft.Log) []interface{} { return f.ApplyBatch(logs) }},
 	} {
 		t.Run(apply.name, func(t *testing.T) {
-			f := New(Options{})
-			defer func() {
-				r := recover()
-				msg, _ := r.(string)
-				if !strings.Contains(msg, "entry 7") || !strings.Contains(msg, "not a valid command") {
-					t.Errorf("panic = %v, want a message naming entry 7 as not a valid command", r)
+			var halts []error
+			f := New(Options{Group: 3, OnHalt: func(err error) { halts = append(halts, err) }})
+			n := &node{t: t, f: f}
+			n.create("r", region.Replicate)
+			good := func(k string) *raft.Log {
+				return n.log(Command{Op: OpPut, Region: "r", Entries: []region.Entry{{Key: k, Value: json.RawMessage(`{}`)}}})
+			}
+			logs := []*raft.Log{good("a"), good("b")}
+			n.index++
+			logs = append(logs, &raft.Log{Index: n.index, Term: 2, Type: raft.LogCommand, Data: []byte{9, 9}})
+			badIndex := n.index
+			logs = append(logs, good("c"))
+			out := apply.fn(f, logs)
+
+			if got := f.AppliedIndex(); got != badIndex-1 {
+				t.Errorf("AppliedIndex = %d, want %d (the entry before the bad one)", got, badIndex-1)
+			}
+			var h *HaltError
+			if err := f.Halted(); !errors.As(err, &h) || h.Group != 3 || h.Index != badIndex || !errors.Is(err, ErrHalted) {
+				t.Fatalf("Halted() = %v, want a HaltError for group 3 at entry %d", err, badIndex)
+			}
+			if msg := f.Halted().Error(); !strings.Contains(msg, "raft group 3") || !strings.Contains(msg, fmt.Sprintf("entry %d", badIndex)) {
+				t.Errorf("halt message %q does not name the group and the entry", msg)
+			}
+			if len(halts) != 1 {
+				t.Errorf("OnHalt called %d times, want once", len(halts))
+			}
+			for i, want := range []bool{false, false, true, true} {
+				res, _ := out[i].(*Result)
+				if res == nil {
+					t.Fatalf("entry %d: result %T, want *Result", i, out[i])
 				}
-				if f.AppliedIndex() != 0 {
-					t.Errorf("AppliedIndex after the panic = %d, want 0", f.AppliedIndex())
+				if got := errors.Is(res.Err, region.ErrIndeterminate) && errors.Is(res.Err, ErrHalted); got != want {
+					t.Errorf("entry %d: result error %v; halted answer = %v, want %v", i, res.Err, got, want)
 				}
-			}()
-			apply.fn(f, &raft.Log{Index: 7, Term: 2, Type: raft.LogCommand, Data: []byte{9, 9}})
+			}
+			if v, _ := f.GetMany("r", 0, []string{"a", "c"}); v[0] == nil || v[1] != nil {
+				t.Errorf("values of a, c = %s, %s; want a stored, c not (after the bad entry)", v[0], v[1])
+			}
+			// Later entries are not applied either.
+			if res, _ := f.Apply(good("d")).(*Result); res == nil || !errors.Is(res.Err, ErrHalted) {
+				t.Errorf("Apply after the halt = %v, want the halt error", res)
+			}
+			if _, err := f.Snapshot(); !errors.Is(err, ErrHalted) {
+				t.Errorf("Snapshot of a halted FSM: %v, want ErrHalted", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := f.WaitApplied(ctx, badIndex); !errors.Is(err, ErrHalted) {
+				t.Errorf("WaitApplied past the halt: %v, want ErrHalted (at once, not at the deadline)", err)
+			}
+			if err := f.WaitApplied(ctx, badIndex-1); err != nil {
+				t.Errorf("WaitApplied of an applied index on a halted FSM: %v", err)
+			}
 		})
+	}
+}
+
+// TestApplyHaltsWhenAHandlerPanics: a handler's panic (a bug, which may
+// have left the state half-changed) halts the state machine too.
+func TestApplyHaltsWhenAHandlerPanics(t *testing.T) {
+	f := New(Options{Group: 5})
+	n := &node{t: t, f: f}
+	n.create("r", region.Replicate)
+	f.ops[OpDelete] = func(*state, *Command, uint64) *Result { panic("boom") }
+	res := n.apply(Command{Op: OpDelete, Region: "r", Keys: []string{"k"}})
+	if !errors.Is(res.Err, ErrHalted) || !strings.Contains(f.Halted().Error(), "boom") {
+		t.Fatalf("result %v, Halted %v; want the state machine halted naming the panic", res.Err, f.Halted())
+	}
+	if got := f.AppliedIndex(); got != 1 {
+		t.Errorf("AppliedIndex = %d, want 1", got)
 	}
 }
 

@@ -128,7 +128,23 @@ func (c *Command) sizeHint() int {
 // Whether a well-formed command makes sense (entry counts, empty keys,
 // region kinds) is decided by Apply, which refuses it deterministically.
 func DecodeCommand(b []byte) (Command, error) {
-	d := decoder{buf: b}
+	return decodeCommand(decoder{buf: b})
+}
+
+// CheckCommand reports whether b is a command this build can decode, and
+// its op, without copying its values. Every command is checked before it is
+// appended to a Raft log, whichever node or path it came from: a command
+// that does not decode would stop every replica of the group when it is
+// applied (see Halted), so it must never enter a log.
+func CheckCommand(b []byte) (Op, error) {
+	c, err := decodeCommand(decoder{buf: b, alias: true})
+	if err != nil {
+		return 0, err
+	}
+	return c.Op, nil
+}
+
+func decodeCommand(d decoder) (Command, error) {
 	v := d.u8("format version")
 	if d.err == nil && v != commandV1 && v != commandV2 {
 		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads versions %d and %d)", v, commandV1, commandV2)
@@ -163,7 +179,7 @@ func DecodeCommand(b []byte) (Command, error) {
 			return Command{}, fmt.Errorf("fsm: decode %v command: empty batch", op)
 		}
 		for i, sub := range c.Batch {
-			sc, err := DecodeCommand(sub)
+			sc, err := decodeCommand(decoder{buf: sub, alias: d.alias})
 			if err != nil {
 				return Command{}, fmt.Errorf("fsm: decode %v command: sub-command %d: %w", op, i, err)
 			}

@@ -3,6 +3,8 @@ package fsm
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -242,4 +244,40 @@ func nestedBatch() []byte {
 
 func createCmd() []byte {
 	return (&Command{Op: OpCreateRegion, Region: "r", Kind: region.Replicate}).Encode(nil)
+}
+
+// TestCheckCommandRefusesTruncated: a command cut anywhere (as a body cut at
+// a frame limit was) is refused by CheckCommand, the check every command
+// passes before it enters a Raft log; the whole command is accepted.
+func TestCheckCommandRefusesTruncated(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, path := range files {
+		if strings.HasPrefix(filepath.Base(path), "snapshot") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := DecodeCommand(b)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if op, err := CheckCommand(b); err != nil || op != want.Op {
+			t.Errorf("%s: CheckCommand = %v, %v; want %v", path, op, err, want.Op)
+		}
+		for n := 0; n < len(b); n++ {
+			if _, err := CheckCommand(b[:n]); err == nil {
+				t.Errorf("%s: CheckCommand accepts the first %d of %d bytes", path, n, len(b))
+			}
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d golden commands, want every op's", checked)
+	}
 }

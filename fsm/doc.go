@@ -4,13 +4,15 @@
 //
 // It owns:
 //
-//   - the command codec (Command.Encode, DecodeCommand): a versioned binary
-//     envelope that is stored in Raft logs and therefore an on-disk format
-//     forever, pinned by the golden files in testdata/golden;
+//   - the command codec (Command.Encode, DecodeCommand, CheckCommand): a
+//     versioned binary envelope that is stored in Raft logs and therefore an
+//     on-disk format forever, pinned by the golden files in testdata/golden;
 //   - Apply and ApplyBatch, which decide every write deterministically —
 //     put-if-absent, replace, compare-and-set (with JSON equality as Geode's
 //     REST API has it), generated keys — and report refusals as region
-//     sentinel errors in a *Result;
+//     sentinel errors in a *Result; a committed entry it cannot decode or
+//     apply halts it (Halted) instead of panicking, so one bad entry stops
+//     one group, not the node;
 //   - the Result codec (EncodeResult, DecodeResult) a leader uses to answer a
 //     forwarded write;
 //   - snapshots: an O(1)-per-region copy-on-write capture, a streamed,

@@ -3,8 +3,11 @@ package fsm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/kvnode/kvnode/region"
 )
 
 // FSM is the state machine of one Raft group. Raft calls Apply, ApplyBatch,
@@ -22,6 +25,13 @@ type FSM struct {
 	keyFilter func(string) bool
 	// indexVersion labels the index definitions last set (SetIndexes).
 	indexVersion uint64
+
+	group  uint64
+	onHalt func(error)
+	// halted holds the error that stopped the state machine (see Halted);
+	// stopped is closed at the same moment, waking WaitApplied.
+	halted  atomic.Pointer[HaltError]
+	stopped chan struct{}
 }
 
 // Options configure a state machine. The zero value suits group 0.
@@ -32,13 +42,70 @@ type Options struct {
 	// deterministic (a pure function of the key and fixed cluster settings),
 	// or replicas would diverge.
 	KeyFilter func(key string) bool
+	// Group is the Raft group's ID, for messages.
+	Group uint64
+	// OnHalt, when set, is called once, from Raft's FSM goroutine, when the
+	// state machine halts (see Halted). It must not block, and must not
+	// wait for Raft (shutting Raft down from it would deadlock: do it on
+	// another goroutine).
+	OnHalt func(error)
 }
 
 // New returns an empty state machine: no regions, applied index 0.
 func New(opts Options) *FSM {
 	st := newState()
 	st.keyFilter = opts.KeyFilter
-	return &FSM{st: st, ops: newHandlers(), keyFilter: opts.KeyFilter}
+	return &FSM{st: st, ops: newHandlers(), keyFilter: opts.KeyFilter, group: opts.Group, onHalt: opts.OnHalt, stopped: make(chan struct{})}
+}
+
+// HaltError says why a state machine stopped applying entries: which group,
+// which log entry, and what was wrong with it. It wraps ErrHalted.
+type HaltError struct {
+	Group uint64
+	Index uint64
+	Term  uint64
+	Err   error
+}
+
+func (e *HaltError) Error() string {
+	return fmt.Sprintf("raft group %d stopped at log entry %d (term %d): %v; "+
+		"entries from there on are not applied on this member", e.Group, e.Index, e.Term, e.Err)
+}
+
+func (e *HaltError) Unwrap() []error { return []error{ErrHalted, e.Err} }
+
+// ErrHalted marks operations refused because the state machine halted. It
+// wraps region.ErrNotLeader: this replica cannot serve, another one may.
+var ErrHalted = fmt.Errorf("%w: state machine halted", region.ErrNotLeader)
+
+// Halted returns the error that stopped the state machine, nil while it
+// runs. A state machine halts, instead of panicking, on a committed entry
+// it cannot decode or apply: applying anything other than what the other
+// replicas apply would make them diverge, and panicking would take the whole
+// node down, with every other group it hosts, and again at every restart
+// when the entry is replayed. Once halted it applies nothing more (Apply
+// only answers with the HaltError), refuses to snapshot (a snapshot would
+// claim entries it never applied) and WaitApplied returns the HaltError.
+// Only a new process clears it; the entry is met again when the log is
+// replayed, unless the replica is rebuilt from another member.
+func (f *FSM) Halted() error {
+	if h := f.halted.Load(); h != nil {
+		return h
+	}
+	return nil
+}
+
+// halt stops the state machine at entry l, once.
+func (f *FSM) halt(l *raft.Log, err error) *HaltError {
+	h := &HaltError{Group: f.group, Index: l.Index, Term: l.Term, Err: err}
+	if !f.halted.CompareAndSwap(nil, h) {
+		return f.halted.Load()
+	}
+	close(f.stopped)
+	if f.onHalt != nil {
+		f.onHalt(h)
+	}
+	return h
 }
 
 // Interfaces hashicorp/raft looks for.
@@ -49,79 +116,121 @@ var (
 
 // Apply applies one committed log entry. It returns a *Result for a
 // LogCommand and nil for anything else; a LogConfiguration entry only
-// advances AppliedIndex. It panics if a committed command does not decode:
-// that means corruption or a peer running a newer format, and applying
-// anything else than what the other replicas apply would make them diverge.
+// advances AppliedIndex. A command that does not decode, or whose handler
+// panics, halts the state machine (see Halted) and is answered with a
+// Result carrying the HaltError.
 func (f *FSM) Apply(l *raft.Log) interface{} {
-	var c Command
-	if l.Type == raft.LogCommand {
-		c = mustDecode(l)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.applyLocked(l, &c)
+	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
 // ApplyBatch applies committed entries in order, as Apply would one by one,
 // but decodes them before taking the lock and takes it once for the batch.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	if h := f.halted.Load(); h != nil {
+		return haltedResults(logs, out, h)
+	}
 	cmds := make([]Command, len(logs))
 	for i, l := range logs {
-		if l.Type == raft.LogCommand {
-			cmds[i] = mustDecode(l)
+		if l.Type != raft.LogCommand {
+			continue
 		}
+		c, err := DecodeCommand(l.Data)
+		if err != nil {
+			// Apply the entries before it, then stop there.
+			f.mu.Lock()
+			done := f.applyAll(logs[:i], cmds[:i], out)
+			f.mu.Unlock()
+			if done < i {
+				return haltedResults(logs[done:], out[done:], f.halted.Load())
+			}
+			h := f.halt(l, fmt.Errorf("the entry is not a command this build can decode (corruption, or a newer peer's format): %w", err))
+			haltedResults(logs[i:], out[i:], h)
+			return out
+		}
+		cmds[i] = c
 	}
-	out := make([]interface{}, len(logs))
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, l := range logs {
-		out[i] = f.applyLocked(l, &cmds[i])
+	done := f.applyAll(logs, cmds, out)
+	f.mu.Unlock()
+	if done < len(logs) {
+		haltedResults(logs[done:], out[done:], f.halted.Load())
 	}
 	return out
 }
 
+// haltedResults answers entries that were not applied because the state
+// machine halted: every command gets a Result with the HaltError, which
+// wraps region.ErrIndeterminate for the client waiting on it (the entry is
+// committed; other replicas may apply it).
+func haltedResults(logs []*raft.Log, out []interface{}, h *HaltError) []interface{} {
+	err := fmt.Errorf("%w: %w", region.ErrIndeterminate, h)
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = &Result{Err: err}
+		}
+	}
+	return out
+}
+
+// applyAll applies logs (with their decoded commands) in order under f.mu,
+// storing each result in out, and returns how many it applied: fewer than
+// len(logs) when one of them halted the state machine.
+func (f *FSM) applyAll(logs []*raft.Log, cmds []Command, out []interface{}) int {
+	for i, l := range logs {
+		res, err := f.applyLocked(l, &cmds[i])
+		if err != nil {
+			f.halt(l, err)
+			return i
+		}
+		out[i] = res
+	}
+	return len(logs)
+}
+
 // applyLocked applies one entry whose command (for LogCommand) is c. The
 // caller holds f.mu for writing, so readers see the new applied index only
-// together with the state it describes.
-func (f *FSM) applyLocked(l *raft.Log, c *Command) interface{} {
+// together with the state it describes. A panic in a handler is a bug that
+// may have left the state half-changed: it becomes an error, and the caller
+// halts the state machine before anything else is applied or read through
+// the store (reads check Halted).
+func (f *FSM) applyLocked(l *raft.Log, c *Command) (res interface{}, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("applying the %v command panicked: %v", c.Op, p)
+		}
+	}()
 	switch l.Type {
 	case raft.LogCommand:
-		var res *Result
+		var r *Result
 		if c.Op == OpBatch {
-			res = f.applyBatchCommand(c, l)
+			r, err = f.applyBatchCommand(c, l)
+			if err != nil {
+				return nil, err
+			}
 		} else {
-			res = f.ops[c.Op](f.st, c, l.Index)
+			r = f.ops[c.Op](f.st, c, l.Index)
 		}
 		f.applied.set(l.Index)
-		return res
+		return r, nil
 	case raft.LogConfiguration:
 		f.applied.set(l.Index)
 	}
-	return nil
-}
-
-// mustDecode decodes a committed command or panics (see Apply).
-func mustDecode(l *raft.Log) Command {
-	c, err := DecodeCommand(l.Data)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: committed log entry %d (term %d) is not a valid command: %v; "+
-			"stopping, because applying it differently from the other replicas would make them diverge", l.Index, l.Term, err))
-	}
-	return c
+	return nil, nil
 }
 
 // applyBatchCommand applies the sub-commands of an OpBatch in order, each
 // with its own result, all at the entry's index.
-func (f *FSM) applyBatchCommand(c *Command, l *raft.Log) *Result {
+func (f *FSM) applyBatchCommand(c *Command, l *raft.Log) (*Result, error) {
 	res := &Result{Batch: make([]*Result, len(c.Batch))}
 	for i, sub := range c.Batch {
 		sc, err := DecodeCommand(sub)
 		if err != nil {
 			// DecodeCommand checked every sub-command when it decoded the
-			// batch: this cannot happen without corruption.
-			panic(fmt.Sprintf("fsm: committed batch %d: sub-command %d: %v", l.Index, i, err))
+			// batch: only corruption gets here.
+			return nil, fmt.Errorf("sub-command %d of batch entry %d does not decode: %w", i, l.Index, err)
 		}
 		res.Batch[i] = f.ops[sc.Op](f.st, &sc, l.Index)
 	}
-	return res
+	return res, nil
 }

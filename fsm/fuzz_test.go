@@ -8,8 +8,10 @@ import (
 	"testing"
 )
 
-// FuzzDecodeCommand: DecodeCommand never panics, and whatever it accepts
-// re-encodes to exactly the input bytes (the encoding is canonical).
+// FuzzDecodeCommand: DecodeCommand never panics, whatever it accepts
+// re-encodes to exactly the input bytes (the encoding is canonical), and
+// CheckCommand, which guards the entrance of every Raft log, accepts exactly
+// what DecodeCommand accepts.
 func FuzzDecodeCommand(f *testing.F) {
 	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.bin"))
 	if err != nil {
@@ -29,8 +31,15 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte{1, byte(OpDelete), 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
+		op, cerr := CheckCommand(b)
+		if (err == nil) != (cerr == nil) {
+			t.Fatalf("DecodeCommand(%x): %v, but CheckCommand: %v", b, err, cerr)
+		}
 		if err != nil {
 			return
+		}
+		if op != c.Op {
+			t.Errorf("CheckCommand(%x) = %v, DecodeCommand's op is %v", b, op, c.Op)
 		}
 		if got := c.Encode(nil); !bytes.Equal(got, b) {
 			t.Errorf("DecodeCommand(%x) = %+v, which re-encodes to %x", b, c, got)

@@ -41,6 +41,12 @@ func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 // Clone marks the original's nodes shared. Persist then streams the clones
 // while Apply keeps changing the live trees.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if h := f.Halted(); h != nil {
+		// Raft's idea of the applied index has moved past entries this
+		// state machine never applied: a snapshot would record them as
+		// applied, and let Raft drop them from the log.
+		return nil, fmt.Errorf("fsm: no snapshot of a halted state machine: %w", h)
+	}
 	f.mu.Lock()
 	s := &snapshot{
 		applied: f.applied.index.Load(),

@@ -32,6 +32,9 @@ type decoder struct {
 	buf []byte
 	off int
 	err error
+	// alias makes raw return sub-slices of buf instead of copies: for
+	// checking an encoding whose decoded form is thrown away (CheckCommand).
+	alias bool
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -110,6 +113,11 @@ func (d *decoder) raw(what string) []byte {
 	n := d.length(what)
 	if d.err != nil {
 		return nil
+	}
+	if d.alias {
+		b := d.buf[d.off : d.off+n : d.off+n]
+		d.off += n
+		return b
 	}
 	b := make([]byte, n)
 	copy(b, d.buf[d.off:])

@@ -1,10 +1,12 @@
 package function
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -413,5 +415,33 @@ func TestCheck(t *testing.T) {
 				t.Fatal("Check left the permission empty; want the default")
 			}
 		})
+	}
+}
+
+// TestRPCHandlerRefusesOverLimitCalls: a call from another member longer
+// than the frame limit is refused whole (413), never cut to the limit and
+// then decoded (it used to be cut at 64 MiB).
+func TestRPCHandlerRefusesOverLimitCalls(t *testing.T) {
+	ran := 0
+	count := Function{ID: "Count", HasResult: true, Run: func(context.Context, *Call) ([]any, error) { ran++; return []any{ran}, nil }}
+	reg, err := NewRegistry(Limits{}, nil, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := NewService(Config{Self: "a", Registry: reg, MaxCallBytes: 1 << 10})
+	call := func(pad int) int {
+		body, err := json.Marshal(wireCall{ID: "Count", Args: []Arg{{Type: "String", Value: strings.Repeat("x", pad)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		svc.RPCHandler().ServeHTTP(rec, httptest.NewRequest("POST", RPCPath, bytes.NewReader(body)))
+		return rec.Code
+	}
+	if code := call(100); code != 200 || ran != 1 {
+		t.Fatalf("call under the limit: %d, ran %d times; want 200, once", code, ran)
+	}
+	if code := call(2 << 10); code != 413 || ran != 1 {
+		t.Errorf("call over the limit: %d, ran %d times; want 413 and not run", code, ran)
 	}
 }

@@ -50,6 +50,10 @@ type Config struct {
 	Cluster   Cluster
 	Transport Transport
 	Data      Data
+	// MaxCallBytes bounds a call received from another member (default
+	// 64 MiB); a longer one is refused whole, never cut. The node sets it
+	// to its frame limit, which follows --max-body-size.
+	MaxCallBytes int64
 }
 
 // Service runs functions: it resolves a request's targets, runs the
@@ -298,9 +302,17 @@ func (s *Service) runLocal(ctx context.Context, fn Function, wc wireCall) ([]jso
 // internal port at RPCPath).
 func (s *Service) RPCHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		limit := s.cfg.MaxCallBytes
+		if limit <= 0 {
+			limit = 64 << 20
+		}
+		data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err != nil {
 			http.Error(w, "read the call: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if int64(len(data)) > limit {
+			http.Error(w, fmt.Sprintf("the call is larger than the %d-byte internal frame limit (set by --max-body-size)", limit), http.StatusRequestEntityTooLarge)
 			return
 		}
 		var wc wireCall

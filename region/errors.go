@@ -31,6 +31,10 @@ var (
 	ErrVersionConflict = errors.New("version conflict")
 	// ErrInvalid: the request is malformed (bad name, key, value or parameter).
 	ErrInvalid = errors.New("invalid request")
+	// ErrTooLarge: a command or an answer is larger than the node carries
+	// between members (its frame limit, which follows --max-body-size).
+	// Nothing was written.
+	ErrTooLarge = errors.New("too large")
 	// ErrNotLeader: this node is not the leader of the group. The store
 	// retries on the leader; it reaches clients only when retries run out.
 	ErrNotLeader = errors.New("not the leader")

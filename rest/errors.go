@@ -55,6 +55,7 @@ func errorStatuses() []errorStatus {
 		{is(region.ErrRegionExists), http.StatusConflict},
 		{is(region.ErrNotSupported), http.StatusMethodNotAllowed},
 		{as[*http.MaxBytesError](), http.StatusRequestEntityTooLarge},
+		{is(region.ErrTooLarge), http.StatusRequestEntityTooLarge},
 		{is(errUnsupportedMediaType), http.StatusUnsupportedMediaType},
 		{is(region.ErrNoLeader), http.StatusServiceUnavailable},
 		{is(region.ErrNotLeader), http.StatusServiceUnavailable},

@@ -51,6 +51,7 @@ func TestErrorTable(t *testing.T) {
 		{"ErrRegionExists", wrap(region.ErrRegionExists), 409},
 		{"ErrNotSupported", wrap(region.ErrNotSupported), 405},
 		{"MaxBytesError", wrap(&http.MaxBytesError{Limit: 10}), 413},
+		{"ErrTooLarge", wrap(region.ErrTooLarge), 413},
 		{"unsupported media type", wrap(errUnsupportedMediaType), 415},
 		{"ErrNoLeader", wrap(region.ErrNoLeader), 503},
 		{"ErrNotLeader", wrap(region.ErrNotLeader), 503},

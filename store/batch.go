@@ -35,6 +35,7 @@ type batcher struct {
 }
 
 type pendingApply struct {
+	ctx  context.Context // the caller's: once it ends, the command is not sent
 	data []byte
 	done chan applyOutcome // buffered: the batcher never blocks on a waiter
 }
@@ -46,30 +47,67 @@ type applyOutcome struct {
 
 func newBatcher(g *group) *batcher { return &batcher{g: g} }
 
-// apply submits an encoded entry command and waits for its result.
+// apply submits an encoded entry command and waits for its result. A
+// command still queued when ctx ends is taken out of the queue and never
+// sent: the caller is told so (a definite "not applied"); only one already
+// handed to Raft has an unknown outcome.
 func (b *batcher) apply(ctx context.Context, data []byte) (*fsm.Result, error) {
-	p := &pendingApply{data: data, done: make(chan applyOutcome, 1)}
+	p := &pendingApply{ctx: ctx, data: data, done: make(chan applyOutcome, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
 	var batch []*pendingApply
-	if b.inflight < maxInflightBatches {
+	start := b.inflight < maxInflightBatches
+	if start {
 		b.inflight++
 		batch = b.takeLocked()
 	}
 	b.mu.Unlock()
-	if batch != nil {
+	if start {
 		go b.run(batch)
 	}
 	select {
 	case o := <-p.done:
 		return o.res, o.err
 	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	queued := b.unqueueLocked(p)
+	b.mu.Unlock()
+	if queued {
+		return nil, ctxErr(ctx, "wait for the group's previous entry to commit (this write was not sent)", nil)
+	}
+	select {
+	case o := <-p.done: // finished meanwhile (or dropped by takeLocked)
+		return o.res, o.err
+	default:
 		return nil, fmt.Errorf("%w: %v while the entry was being committed", region.ErrIndeterminate, ctx.Err())
 	}
 }
 
-// takeLocked removes the next batch from the queue.
+// unqueueLocked removes p from the queue and reports whether it was there.
+func (b *batcher) unqueueLocked(p *pendingApply) bool {
+	for i, q := range b.queue {
+		if q == p {
+			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// takeLocked removes the next batch from the queue. Commands whose caller
+// has given up are dropped, unsent, with a definite answer.
 func (b *batcher) takeLocked() []*pendingApply {
+	live := b.queue[:0]
+	for _, p := range b.queue {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- applyOutcome{err: ctxErr(p.ctx, "wait for the group's previous entry to commit (this write was not sent)", nil)}
+			continue
+		}
+		live = append(live, p)
+	}
+	clear(b.queue[len(live):])
+	b.queue = live
 	n, size := 0, 0
 	for n < len(b.queue) && n < maxBatchCommands {
 		size += len(b.queue[n].data)
@@ -86,18 +124,39 @@ func (b *batcher) takeLocked() []*pendingApply {
 // run commits batch, then keeps committing whatever queued meanwhile, until
 // the queue is empty.
 func (b *batcher) run(batch []*pendingApply) {
-	for batch != nil {
-		b.commit(batch)
-		b.mu.Lock()
-		if len(b.queue) > 0 {
-			batch = b.takeLocked()
-		} else {
-			b.inflight--
-			batch = nil
+	for {
+		if len(batch) > 0 {
+			b.commit(batch)
 		}
+		b.mu.Lock()
+		if len(b.queue) == 0 {
+			b.inflight--
+			b.mu.Unlock()
+			return
+		}
+		batch = b.takeLocked()
 		b.mu.Unlock()
 	}
 }
+
+// enqueueTimeout bounds how long raft.Apply may wait to take the batch: the
+// latest deadline of its callers, at most maxEnqueueWait.
+func enqueueTimeout(batch []*pendingApply) time.Duration {
+	var latest time.Time
+	for _, p := range batch {
+		dl, ok := p.ctx.Deadline()
+		if !ok {
+			return maxEnqueueWait
+		}
+		if dl.After(latest) {
+			latest = dl
+		}
+	}
+	return min(max(time.Until(latest), time.Millisecond), maxEnqueueWait)
+}
+
+// maxEnqueueWait bounds the enqueue of a batch whose callers set no deadline.
+const maxEnqueueWait = 10 * time.Second
 
 // commit sends one Raft entry for batch and hands every waiter its result.
 func (b *batcher) commit(batch []*pendingApply) {
@@ -109,7 +168,7 @@ func (b *batcher) commit(batch []*pendingApply) {
 		}
 		data = cmd.Encode(nil)
 	}
-	f := b.g.raft.Apply(data, 10*time.Second)
+	f := b.g.raft.Apply(data, enqueueTimeout(batch))
 	var out []applyOutcome
 	if err := f.Error(); err != nil {
 		err = raftErr(err)

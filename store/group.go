@@ -158,6 +158,17 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		MaxPool:               4,
 		Timeout:               10 * time.Second,
 		Logger:                hl,
+		// No pipelined replication. hashicorp/raft 1.7.3's pipeline can
+		// deadlock: when a follower answers an AppendEntries with
+		// Success=false, the decoder goroutine returns while the sender
+		// may already be parked handing the next request to it; the
+		// pipeline is never closed, that follower never receives another
+		// entry (heartbeats still flow, so nobody notices), and Shutdown
+		// waits for the parked goroutine for ever. A store test's cleanup
+		// hung on exactly that under load. HashiCorp measured pipelining
+		// to bring little with batching (raft PR #541); with it off every
+		// AppendEntries to a follower waits for the previous answer.
+		MaxRPCsInFlight: 1,
 	})
 
 	rc = rc.withDefaults()
@@ -178,6 +189,18 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 	// shutting its Raft down for good.
 	cfg.ShutdownOnRemove = false
 
+	// A state machine that halts (fsm.Halted: an entry it cannot apply)
+	// reports it here; watchHalt stops the group's Raft instance, so that
+	// a halted leader hands its leadership to a healthy replica and a
+	// halted follower stops acknowledging entries it does not apply.
+	halts := make(chan error, 1)
+	fo.Group = gid
+	fo.OnHalt = func(err error) {
+		select {
+		case halts <- err:
+		default:
+		}
+	}
 	f := fsm.New(fo)
 	r, err := raft.NewRaft(cfg, f, logs, logs, snaps, trans)
 	if err != nil {
@@ -203,10 +226,33 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		return ok
 	})
 	r.RegisterObserver(g.observer)
-	g.wg.Add(1)
+	g.wg.Add(2)
 	go g.watchLeader()
+	go g.watchHalt(halts)
 	return g, nil
 }
+
+// watchHalt stops the group's Raft instance when its state machine halts.
+// The node stays up and keeps serving its other groups; the group's
+// requests go to other replicas, /readyz names the group and the entry
+// (Ready), and the error is logged here once.
+func (g *group) watchHalt(halts <-chan error) {
+	defer g.wg.Done()
+	select {
+	case err := <-halts:
+		g.logger.Error("raft group stopped on this member: its state machine cannot apply a committed entry "+
+			"(the node keeps serving its other groups; the group's other replicas serve it if they can apply the entry)",
+			"error", err)
+		if err := g.raft.Shutdown().Error(); err != nil {
+			g.logger.Error("stop the halted group's raft instance", "error", err)
+		}
+	case <-g.stop:
+	}
+}
+
+// halted returns why the group's state machine stopped on this node, nil
+// while it runs (see fsm.Halted). A halted replica serves nothing.
+func (g *group) halted() error { return g.fsm.Halted() }
 
 // watchLeader turns leader observations into a broadcast that waiting
 // requests select on.

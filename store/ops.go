@@ -219,7 +219,11 @@ func (s *Store) Replace(ctx context.Context, name string, entries []region.Entry
 			return none{}, err
 		}
 		keys := entryKeys(entries)
-		if s.spansGroups(keys) {
+		spans, err := s.spansGroups(ctx, keys)
+		if err != nil {
+			return none{}, err
+		}
+		if spans {
 			if err := s.precheck(ctx, ref, keys, region.ErrKeyAbsent, nil); err != nil {
 				return none{}, err
 			}
@@ -244,7 +248,11 @@ func (s *Store) CAS(ctx context.Context, name string, pairs []region.CASPair) er
 		for i, p := range pairs {
 			keys[i], olds[i] = p.Key, p.Old
 		}
-		if s.spansGroups(keys) {
+		spans, err := s.spansGroups(ctx, keys)
+		if err != nil {
+			return none{}, err
+		}
+		if spans {
 			if err := s.precheck(ctx, ref, keys, region.ErrKeyAbsent, olds); err != nil {
 				return none{}, err
 			}
@@ -268,7 +276,11 @@ func (s *Store) Delete(ctx context.Context, name string, keys []string) error {
 			_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpDelete, Region: name, Keys: keys})
 			return none{}, err
 		}
-		if s.spansGroups(keys) {
+		spans, err := s.spansGroups(ctx, keys)
+		if err != nil {
+			return none{}, err
+		}
+		if spans {
 			if err := s.precheck(ctx, ref, keys, region.ErrKeyNotFound, nil); err != nil {
 				return none{}, err
 			}
@@ -316,6 +328,11 @@ func (s *Store) Ready(ctx context.Context) error {
 	g0 := s.control()
 	if g0 == nil {
 		return errClosed
+	}
+	for _, g := range s.localGroups() {
+		if err := g.halted(); err != nil {
+			return fmt.Errorf("%w: %w", region.ErrNoLeader, err)
+		}
 	}
 	if !g0.hasState() {
 		return fmt.Errorf("%w: this node has not joined a cluster yet", region.ErrNoLeader)

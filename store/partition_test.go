@@ -182,8 +182,8 @@ func TestPartitionedMultiKeySemantics(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	// Keys chosen to span groups.
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-	if !s.spansGroups(keys) {
-		t.Fatalf("test keys all fall into one group")
+	if spans, err := s.spansGroups(ctx, keys); err != nil || !spans {
+		t.Fatalf("test keys all fall into one group (%v)", err)
 	}
 	var entries []region.Entry
 	for i, k := range keys {

@@ -35,6 +35,12 @@ func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm
 		return nil, errClosed
 	}
 	data := cmd.Encode(nil)
+	if limit := s.frameLimit(); int64(len(data)) > limit {
+		// Refused the same way whichever member receives the request,
+		// leader or not: the command could not be forwarded.
+		return nil, fmt.Errorf("%v on region %q: %w: the command is %d bytes, more than the internal frame limit of %d bytes (set by --max-body-size)",
+			cmd.Op, cmd.Region, region.ErrTooLarge, len(data), limit)
+	}
 	var last error
 	var since time.Time
 	for attempt := 0; ; attempt++ {
@@ -57,6 +63,11 @@ func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm
 
 func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*fsm.Result, error) {
 	g := s.localFor(gid)
+	if g != nil && gid == controlGroup {
+		if err := g.halted(); err != nil {
+			return nil, err
+		}
+	}
 	if g == nil {
 		addr, err := s.hostFor(gid, attempt)
 		if err != nil {
@@ -78,8 +89,16 @@ func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []b
 	return s.client.apply(ctx, addr, g.id, data, false)
 }
 
-// applyLocal appends data on this node, which must be the leader.
+// applyLocal appends data on this node, which must be the leader. It is the
+// only way into a Raft log (besides the batcher, which packs commands that
+// passed here), so it decodes every command first, whichever path brought
+// it: a committed entry that does not decode would halt every replica of
+// the group that applies it (fsm.Halted).
 func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Result, error) {
+	op, err := fsm.CheckCommand(data)
+	if err != nil {
+		return nil, fmt.Errorf("group %d: %w: refused before it entered the log: %v", g.id, errBadCommand, err)
+	}
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -87,7 +106,7 @@ func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Res
 			return nil, ctxErr(ctx, "apply", nil)
 		}
 	}
-	if len(data) > 1 && fsm.Op(data[1]).Batchable() {
+	if op.Batchable() {
 		return g.batch.apply(ctx, data)
 	}
 	f := g.raft.Apply(data, timeout)
@@ -144,6 +163,9 @@ func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*group, er
 	g := s.control()
 	if g == nil {
 		return nil, errClosed
+	}
+	if err := g.halted(); err != nil {
+		return nil, err
 	}
 	if err := s.localRead(ctx, g, c, 0); err != nil {
 		return nil, err

@@ -339,18 +339,24 @@ func (s *Store) precheck(ctx context.Context, ref regionRef, keys []string, miss
 }
 
 // spansGroups reports whether keys fall into more than one partition group.
-func (s *Store) spansGroups(keys []string) bool {
-	p := s.partitionCount()
-	if p == 0 || len(keys) < 2 {
-		return false
+// It needs the partition table, and waits for it as every partitioned
+// operation does (partitions): "no" without it would let a multi-group
+// write skip the precheck that keeps it all-or-nothing.
+func (s *Store) spansGroups(ctx context.Context, keys []string) (bool, error) {
+	if len(keys) < 2 {
+		return false, nil
+	}
+	p, err := s.partitions(ctx)
+	if err != nil {
+		return false, err
 	}
 	first := partition.GroupForKey(keys[0], p)
 	for _, k := range keys[1:] {
 		if partition.GroupForKey(k, p) != first {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // nextGroup picks the partition group for a generated key: one whose

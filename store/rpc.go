@@ -47,9 +47,47 @@ const (
 
 	errCodeOther = "error"
 
-	maxRPCBody    = 64 << 20
 	maxRPCTimeout = 60 * time.Second
 )
+
+// Frame limits. Every message between members (a forwarded command, a read
+// or query answer) is at most the frame limit, Config.MaxFrameBytes. It
+// follows the largest request body the REST API accepts (FrameLimit), so a
+// body the API took is never too large to forward; and a message over the
+// limit is refused with region.ErrTooLarge, never cut: a cut command used
+// to reach Raft's log and stop every replica that applied it.
+const (
+	// DefaultFrameBytes is the frame limit of a store configured without one.
+	DefaultFrameBytes = 64 << 20
+	// FrameOverhead is what a command may need beyond the request body it
+	// carries: keys from the URL (at most 96 KiB), names, lengths.
+	FrameOverhead = 1 << 20
+	// MaxBodyBytes is the largest request body a node can be configured to
+	// carry. A command is held several times over while it is forwarded,
+	// logged (bbolt refuses values near 2 GiB), replicated and applied.
+	MaxBodyBytes = 1 << 30
+)
+
+// FrameLimit is the frame limit that carries request bodies of up to
+// maxBody bytes.
+func FrameLimit(maxBody int64) int64 { return maxBody + FrameOverhead }
+
+// readFrame reads all of r, or refuses with region.ErrTooLarge once it is
+// longer than limit: never a silently shortened message.
+func readFrame(r io.Reader, limit int64, what string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: %s is larger than the internal frame limit of %d bytes (set by --max-body-size)", region.ErrTooLarge, what, limit)
+	}
+	return data, nil
+}
+
+// errBadCommand: a forwarded command that does not decode. It is refused
+// before it reaches the log; the sender has a bug (or another format).
+var errBadCommand = errors.New("malformed command")
 
 // rpcServer answers other nodes' RPCs.
 type rpcServer struct {
@@ -98,6 +136,11 @@ func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*group, boo
 		writeRPCError(w, fmt.Errorf("raft group %d on %s: %w", gid, r.s.name, errNotHosted))
 		return nil, false
 	}
+	if err := g.halted(); err != nil {
+		// Serve nothing from it; the sender tries another member.
+		writeRPCError(w, fmt.Errorf("%s: %w", r.s.name, err))
+		return nil, false
+	}
 	return g, true
 }
 
@@ -108,9 +151,15 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := requestContext(req)
 	defer cancel()
-	data, err := io.ReadAll(io.LimitReader(req.Body, maxRPCBody))
+	data, err := readFrame(req.Body, r.s.frameLimit(), "the forwarded command")
 	if err != nil {
-		writeRPCError(w, fmt.Errorf("read command: %w", err))
+		writeRPCError(w, err)
+		return
+	}
+	// Decoded here too, not only by the leader's applyLocal: a command that
+	// is handed on to our leader must not reach it broken either.
+	if _, err := fsm.CheckCommand(data); err != nil {
+		writeRPCError(w, fmt.Errorf("%w from %s: %v", errBadCommand, req.RemoteAddr, err))
 		return
 	}
 	var res *fsm.Result
@@ -146,7 +195,12 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 	ctx, cancel := requestContext(req)
 	defer cancel()
 	var rr readReq
-	if err := json.NewDecoder(io.LimitReader(req.Body, maxRPCBody)).Decode(&rr); err != nil {
+	body, err := readFrame(req.Body, r.s.frameLimit(), "the read request")
+	if err != nil {
+		writeRPCError(w, err)
+		return
+	}
+	if err := json.Unmarshal(body, &rr); err != nil {
 		writeRPCError(w, fmt.Errorf("%w: read request: %v", region.ErrInvalid, err))
 		return
 	}
@@ -167,8 +221,25 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 		writeRPCError(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(resp)
+	out, err := json.Marshal(resp)
+	if err != nil {
+		writeRPCError(w, fmt.Errorf("encode read answer: %w", err))
+		return
+	}
+	r.writeFrame(w, "application/json", out, "the read's answer")
+}
+
+// writeFrame sends an answer, or refuses it with region.ErrTooLarge when
+// it is larger than the frame limit (the caller would refuse it anyway):
+// a clear error for the client, instead of a cut answer.
+func (r *rpcServer) writeFrame(w http.ResponseWriter, contentType string, out []byte, what string) {
+	if limit := r.s.frameLimit(); int64(len(out)) > limit {
+		writeRPCError(w, fmt.Errorf("%w: %s (%d bytes) is larger than the internal frame limit of %d bytes (set by --max-body-size): ask for fewer keys or rows at a time",
+			region.ErrTooLarge, what, len(out), limit))
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	_, _ = w.Write(out)
 }
 
 func (r *rpcServer) query(w http.ResponseWriter, req *http.Request) {
@@ -179,7 +250,12 @@ func (r *rpcServer) query(w http.ResponseWriter, req *http.Request) {
 	ctx, cancel := requestContext(req)
 	defer cancel()
 	var qr queryReq
-	if err := json.NewDecoder(io.LimitReader(req.Body, maxRPCBody)).Decode(&qr); err != nil {
+	body, err := readFrame(req.Body, r.s.frameLimit(), "the query request")
+	if err != nil {
+		writeRPCError(w, err)
+		return
+	}
+	if err := json.Unmarshal(body, &qr); err != nil {
 		writeRPCError(w, fmt.Errorf("%w: decode query request: %v", region.ErrInvalid, err))
 		return
 	}
@@ -188,8 +264,7 @@ func (r *rpcServer) query(w http.ResponseWriter, req *http.Request) {
 		writeRPCError(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(oql.EncodePartial(part))
+	r.writeFrame(w, "application/json", oql.EncodePartial(part), "the query's partial result")
 }
 
 func (r *rpcServer) readIndex(w http.ResponseWriter, req *http.Request) {
@@ -260,6 +335,8 @@ var rpcErrors = []struct {
 	{"query-region-not-found", oql.ErrRegionNotFound},
 	{"query-too-large", oql.ErrTooManyRows},
 	{"query-bind", oql.ErrBind},
+	{"too-large", region.ErrTooLarge},
+	{"bad-command", errBadCommand},
 }
 
 // errNotHosted: the receiver does not host the group (it moved); the
@@ -283,9 +360,12 @@ func writeRPCError(w http.ResponseWriter, err error) {
 // rpcClient calls other nodes' RPC servers.
 type rpcClient struct {
 	hc *http.Client
+	// limit is the frame limit: the largest answer read (a longer one is
+	// an error, never cut short).
+	limit int64
 }
 
-func newRPCClient(d *dialer) *rpcClient {
+func newRPCClient(d *dialer, limit int64) *rpcClient {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			return dialMux(ctx, d, addr, kindRPC, 0, "")
@@ -295,7 +375,7 @@ func newRPCClient(d *dialer) *rpcClient {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &rpcClient{hc: &http.Client{Transport: tr}}
+	return &rpcClient{hc: &http.Client{Transport: tr}, limit: limit}
 }
 
 func (c *rpcClient) close() {
@@ -330,9 +410,9 @@ func (c *rpcClient) callWith(ctx context.Context, method, addr, path string, bod
 		return nil, fmt.Errorf("rpc to %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRPCBody))
+	data, err := readFrame(resp.Body, c.limit, "the answer to "+path)
 	if err != nil {
-		return nil, fmt.Errorf("rpc to %s: read response: %w", addr, err)
+		return nil, fmt.Errorf("rpc to %s: %w", addr, err)
 	}
 	if resp.StatusCode == http.StatusOK {
 		return data, nil
@@ -414,7 +494,8 @@ func (c *rpcClient) query(ctx context.Context, addr string, gid uint64, qr query
 	}
 	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/query", body)
 	if err != nil {
-		return nil, err
+		// A query reads, like a read: a broken connection is retried.
+		return nil, readRPCErr(ctx, err)
 	}
 	part, err := oql.DecodePartial(data)
 	if err != nil {
@@ -441,7 +522,7 @@ func (c *rpcClient) readIndex(ctx context.Context, addr string, gid uint64) (uin
 // retryableRead accepts, where it used to surface as a 500.
 func readRPCErr(ctx context.Context, err error) error {
 	var re *remoteError
-	if errors.As(err, &re) || errors.Is(err, errUnreachable) || ctx.Err() != nil {
+	if errors.As(err, &re) || errors.Is(err, errUnreachable) || errors.Is(err, region.ErrTooLarge) || ctx.Err() != nil {
 		return err
 	}
 	return fmt.Errorf("%w: %v", errNoAnswer, err)

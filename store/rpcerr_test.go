@@ -32,12 +32,12 @@ func hangUp(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestBrokenReadRPCIsRetried: a read-index or read call whose connection
-// breaks is retried elsewhere (it used to reach clients as a 500), while a
-// forwarded write that breaks stays indeterminate.
+// TestBrokenReadRPCIsRetried: a read-index, read or query call whose
+// connection breaks is retried elsewhere (it used to reach clients as a
+// 500), while a forwarded write that breaks stays indeterminate.
 func TestBrokenReadRPCIsRetried(t *testing.T) {
 	addr := hangUp(t)
-	c := newRPCClient(&dialer{net: &net.Dialer{Timeout: time.Second}})
+	c := newRPCClient(&dialer{net: &net.Dialer{Timeout: time.Second}}, DefaultFrameBytes)
 	defer c.close()
 	ctx := ctxT(t, 5*time.Second)
 
@@ -48,6 +48,10 @@ func TestBrokenReadRPCIsRetried(t *testing.T) {
 	_, err = c.read(ctx, addr, 1, readReq{Op: readGet, Region: "r", Keys: []string{"k"}})
 	if !errors.Is(err, errNoAnswer) || !retryableRead(err) {
 		t.Errorf("read on a hang-up: %v; want errNoAnswer, retryable", err)
+	}
+	_, err = c.query(ctx, addr, 1, queryReq{Text: "SELECT * FROM /r"})
+	if !errors.Is(err, errNoAnswer) || !retryableRead(err) {
+		t.Errorf("query on a hang-up: %v; want errNoAnswer, retryable like a read", err)
 	}
 	_, err = c.apply(ctx, addr, 0, []byte("cmd"), false)
 	if !errors.Is(err, region.ErrIndeterminate) || retryableWrite(err) {

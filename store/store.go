@@ -76,8 +76,13 @@ type Config struct {
 	// TLS, when set, is the client side of mutual TLS on the internal
 	// port: the certificate this node presents and the CA it trusts. The
 	// caller wraps Listener with the matching server side.
-	TLS    *tls.Config
-	Logger *slog.Logger
+	TLS *tls.Config
+	// MaxFrameBytes is the frame limit: the largest command or answer this
+	// node sends to or accepts from another member (default
+	// DefaultFrameBytes; FrameLimit(maxBody) carries request bodies of
+	// maxBody bytes; at most FrameLimit(MaxBodyBytes)). See readFrame.
+	MaxFrameBytes int64
+	Logger        *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -104,6 +109,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = 3
+	}
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = DefaultFrameBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -173,6 +181,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Advertise == "" {
 		return nil, errors.New("store: no advertised internal address")
 	}
+	if cfg.MaxFrameBytes < 1<<20 || cfg.MaxFrameBytes > FrameLimit(MaxBodyBytes) {
+		return nil, fmt.Errorf("store: frame limit %d bytes: must be between 1 MiB and %d bytes (request bodies of at most %d bytes)", cfg.MaxFrameBytes, FrameLimit(MaxBodyBytes), MaxBodyBytes)
+	}
 	if err := claimDataDir(cfg.DataDir, cfg.NodeName); err != nil {
 		return nil, err
 	}
@@ -186,7 +197,7 @@ func New(cfg Config) (*Store, error) {
 		stop:    make(chan struct{}),
 	}
 	s.mux = newMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.NodeName, cfg.Logger)
-	s.client = newRPCClient(s.dialer)
+	s.client = newRPCClient(s.dialer, cfg.MaxFrameBytes)
 	s.rpc = newRPCServer(s)
 
 	ln, err := s.mux.groupListener(controlGroup)
@@ -250,6 +261,9 @@ func (s *Store) Start() {
 	}()
 	go func() { defer s.wg.Done(); s.runMembership() }()
 }
+
+// frameLimit is the largest message exchanged with other members.
+func (s *Store) frameLimit() int64 { return s.cfg.MaxFrameBytes }
 
 func (s *Store) control() *group {
 	s.mu.RLock()

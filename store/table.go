@@ -115,11 +115,16 @@ func isConflict(err error) bool { return errors.Is(err, region.ErrVersionConflic
 // may go through it: group 0 always; a partition group only while the table
 // lists this node among its members. A replica the table moved away may
 // already be out of the group's configuration and no longer replicated to,
-// so it must not serve reads.
+// so it must not serve reads. A partition replica whose state machine
+// halted is not usable either: the node then acts as one that does not host
+// the group and sends the request to a member that does.
 func (s *Store) localFor(gid uint64) *group {
 	g := s.groupByID(gid)
 	if g == nil || gid == controlGroup {
 		return g
+	}
+	if g.halted() != nil {
+		return nil
 	}
 	t, _, ok := s.table()
 	if !ok {

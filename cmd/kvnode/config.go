@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store"
 )
 
 // envPrefix starts every environment variable that sets a flag:
@@ -334,6 +335,10 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodySize <= 0 {
 		errs = append(errs, fmt.Errorf("--max-body-size %d: must be positive", c.MaxBodySize))
+	}
+	if c.MaxBodySize > store.MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("--max-body-size %d: at most %d (1GiB): a body is forwarded, logged and replicated as one Raft entry, "+
+			"held several times in memory on every member, and the log store refuses entries near 2GiB", c.MaxBodySize, store.MaxBodyBytes))
 	}
 	if c.MaxQueryTime <= 0 {
 		errs = append(errs, fmt.Errorf("--max-query-time %v: must be positive", c.MaxQueryTime))

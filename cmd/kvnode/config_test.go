@@ -126,6 +126,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{[]string{"--advertise-gossip", "0.0.0.0:7946"}, "--advertise-gossip"},
 		{[]string{"--partition-groups", "0"}, "--partition-groups"},
 		{[]string{"--max-body-size", "-1"}, "size"},
+		{[]string{"--max-body-size", "2GiB"}, "at most 1073741824 (1GiB)"},
 		{[]string{"--name", "a b"}, "--name"},
 		{[]string{"stray"}, "unexpected arguments"},
 		{[]string{"--no-such-flag"}, "not defined"},

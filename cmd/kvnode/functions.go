@@ -280,6 +280,8 @@ func newFunctions(cfg Config, st *store.Store, members *cluster.Cluster, restURL
 		Cluster:   functionCluster{store: st, members: members},
 		Transport: st,
 		Data:      functionData{store: st, cfg: cfg, restURL: restURL, started: time.Now()},
+		// Arguments come from request bodies, which any member forwards.
+		MaxCallBytes: store.FrameLimit(cfg.MaxBodySize),
 	})
 	st.HandleRPC("POST "+function.RPCPath, svc.RPCHandler())
 	return functions{Service: svc, deployed: ds}, nil

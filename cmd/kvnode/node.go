@@ -157,7 +157,9 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		PromoteAfter:      opts.promoteAfter,
 		PartitionGroups:   cfg.PartitionGroups,
 		ReplicationFactor: cfg.ReplicationFactor,
-		Logger:            logger.With("component", "store"),
+		// Every body the REST API accepts can be forwarded whole.
+		MaxFrameBytes: store.FrameLimit(cfg.MaxBodySize),
+		Logger:        logger.With("component", "store"),
 	})
 	if err != nil {
 		return nil, err

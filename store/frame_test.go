@@ -1,0 +1,419 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/oql"
+	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/region"
+)
+
+// bigValue is a JSON object of about n bytes.
+func bigValue(n int) json.RawMessage {
+	return json.RawMessage(`{"pad":"` + strings.Repeat("x", n) + `"}`)
+}
+
+// TestForwardedCommandIsDecodedBeforeTheLog: a forwarded command that does
+// not decode (a body cut at a frame limit, a peer's bug) is refused before
+// it reaches Raft, whether it is sent to the leader or handed on by a
+// member. It used to be appended as it was, and every replica panicked
+// when it applied it, and again at every restart.
+func TestForwardedCommandIsDecodedBeforeTheLog(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	for _, name := range names("n", 3) {
+		tc.start(name)
+	}
+	leader := tc.leader()
+	mustCreate(t, leader.Store, "r", region.Replicate)
+	follower := tc.followers(leader)[0]
+	ctx := ctxT(t, 20*time.Second)
+
+	good := (&fsm.Command{Op: fsm.OpPut, Region: "r", Entries: []region.Entry{{Key: "k", Value: bigValue(1000)}}}).Encode(nil)
+	bad := map[string][]byte{
+		"cut in half": good[:len(good)/2],
+		"garbage":     {9, 9, 9},
+		"empty":       {},
+	}
+	for what, cmd := range bad {
+		for _, via := range []struct {
+			node    *testNode
+			forward bool
+		}{{leader, false}, {follower, true}} {
+			_, err := follower.client.apply(ctx, via.node.addr, controlGroup, cmd, via.forward)
+			if !errors.Is(err, errBadCommand) {
+				t.Errorf("%s command sent to %s: %v; want it refused as malformed", what, via.node.name, err)
+			}
+		}
+	}
+	// Nothing reached the log: every replica still applies writes.
+	if err := follower.Put(ctx, "r", []region.Entry{{Key: "after", Value: json.RawMessage(`{"ok":1}`)}}); err != nil {
+		t.Fatalf("write after the refused commands: %v", err)
+	}
+	for _, n := range tc.running() {
+		if err := n.control().halted(); err != nil {
+			t.Errorf("%s: group 0 halted: %v", n.name, err)
+		}
+	}
+	// The well-formed command is accepted.
+	if _, err := follower.client.apply(ctx, leader.addr, controlGroup, good, false); err != nil {
+		t.Errorf("well-formed forwarded command: %v", err)
+	}
+}
+
+// TestFrameLimitFollowsTheBodyLimit: a command larger than the frame limit
+// is refused as too large (413) on every node, leader or not, and nothing is
+// written; a command just under it is forwarded whole.
+func TestFrameLimitFollowsTheBodyLimit(t *testing.T) {
+	const maxBody = 1 << 20
+	tc := newTestCluster(t, 3)
+	tc.tune = func(c *Config) { c.MaxFrameBytes = FrameLimit(maxBody) }
+	for _, name := range names("n", 3) {
+		tc.start(name)
+	}
+	leader := tc.leader()
+	mustCreate(t, leader.Store, "r", region.Replicate)
+	ctx := ctxT(t, 30*time.Second)
+
+	for _, n := range tc.running() {
+		err := n.Put(ctx, "r", []region.Entry{{Key: "big-" + n.name, Value: bigValue(int(FrameLimit(maxBody)) + 10)}})
+		if !errors.Is(err, region.ErrTooLarge) {
+			t.Errorf("over-limit put through %s: %v; want ErrTooLarge", n.name, err)
+		}
+	}
+	// A body of the largest accepted size goes through any node.
+	for _, n := range tc.followers(leader) {
+		if err := n.Put(ctx, "r", []region.Entry{{Key: "max-" + n.name, Value: bigValue(maxBody - 20)}}); err != nil {
+			t.Errorf("put of a %d-byte body through follower %s: %v", maxBody, n.name, err)
+		}
+	}
+	keys := []string{"big-n1", "big-n2", "big-n3", "max-" + tc.followers(leader)[0].name}
+	vals, err := leader.Get(ctx, region.Linearizable, "r", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vals[:3] {
+		if v != nil {
+			t.Errorf("%s was stored (%d bytes) although refused", keys[i], len(v))
+		}
+	}
+	if len(vals[3]) < maxBody-20 {
+		t.Errorf("%s: %d bytes stored, want the whole value", keys[3], len(vals[3]))
+	}
+}
+
+// TestRPCAnswerIsNeverCut: an answer longer than the frame limit is an
+// error, never the first limit bytes of it (which used to be returned as if
+// complete), and one of exactly the limit is read whole.
+func TestRPCAnswerIsNeverCut(t *testing.T) {
+	const limit = 1 << 20
+	serve := func(n int) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					br := bufio.NewReader(c)
+					hdr := make([]byte, 2) // the mux header of an RPC connection
+					if _, err := io.ReadFull(br, hdr); err != nil {
+						return
+					}
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", n)
+					_, _ = c.Write(bytes.Repeat([]byte("a"), n))
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	c := newRPCClient(&dialer{net: &net.Dialer{Timeout: time.Second}}, limit)
+	defer c.close()
+	ctx := ctxT(t, 10*time.Second)
+
+	data, err := c.call(ctx, "GET", serve(limit), "/v1/status", nil)
+	if err != nil || len(data) != limit {
+		t.Errorf("answer of exactly the limit: %d bytes, %v; want all %d", len(data), err, limit)
+	}
+	data, err = c.call(ctx, "GET", serve(limit+1), "/v1/status", nil)
+	if !errors.Is(err, region.ErrTooLarge) {
+		t.Errorf("answer one byte over the limit: %d bytes, %v; want ErrTooLarge", len(data), err)
+	}
+	// A read whose answer is too large is not retried elsewhere: it is
+	// refused as too large.
+	_, err = c.read(ctx, serve(limit+1), 1, readReq{Op: readGet, Region: "r", Keys: []string{"k"}})
+	if !errors.Is(err, region.ErrTooLarge) || retryableRead(err) {
+		t.Errorf("read with an over-limit answer: %v; want ErrTooLarge, not retried", err)
+	}
+}
+
+// TestLargeRemoteAnswersAreRefusedWhole: a multi-key GET and a query of a
+// partitioned region answered by a member that hosts the group, for a node
+// that does not, are refused as too large when the answer is over the frame
+// limit, instead of being cut.
+func TestLargeRemoteAnswersAreRefusedWhole(t *testing.T) {
+	const maxBody = 1 << 20
+	tc := partitionCluster(t, 4, 4, 2, func(c *Config) { c.MaxFrameBytes = FrameLimit(maxBody) })
+	leader := tc.leader()
+	ctx := ctxT(t, 60*time.Second)
+
+	// A group and the keys written to it.
+	const gid = 1
+	var keys []string
+	for i := 0; len(keys) < 3; i++ {
+		if k := fmt.Sprintf("k%d", i); partition.GroupForKey(k, 4) == gid {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		// Placement may still be moving leaders: a PUT is idempotent, so
+		// retry one whose outcome was unknown.
+		for try := 0; ; try++ {
+			err := leader.Put(ctx, "p", []region.Entry{{Key: k, Value: bigValue(maxBody * 9 / 10)}})
+			if err == nil {
+				break
+			}
+			if try == 5 || (!errors.Is(err, region.ErrIndeterminate) && !errors.Is(err, region.ErrNoLeader)) {
+				t.Fatalf("put %s: %v", k, err)
+			}
+		}
+	}
+	// A node that does not host the group (placement settles first: with 4
+	// members and RF 2 each hosts two of the four groups).
+	var outsider *testNode
+	waitFor(t, 30*time.Second, "a node that does not host group 1, and placement settled", func() bool {
+		outsider = nil
+		for _, n := range tc.running() {
+			if tbl, _, ok := n.table(); !ok || len(tbl.Groups) != 4 {
+				return false
+			}
+			if n.groupByID(gid) == nil && n.localFor(gid) == nil {
+				outsider = n
+			}
+		}
+		counts := tc.hostedCounts(t)
+		for _, c := range counts {
+			if c != 2 {
+				return false
+			}
+		}
+		return outsider != nil
+	})
+	sizes := func(vals []json.RawMessage) []int {
+		out := make([]int, len(vals))
+		for i, v := range vals {
+			out[i] = len(v)
+		}
+		return out
+	}
+	// Two values fit in one answer; three do not.
+	if vals, err := outsider.Get(ctx, region.Linearizable, "p", keys[:2]); err != nil || len(vals) != 2 || len(vals[0]) < maxBody*9/10 || len(vals[1]) < maxBody*9/10 {
+		t.Fatalf("GET of two values through %s: sizes %v, %v", outsider.name, sizes(vals), err)
+	}
+	if vals, err := outsider.Get(ctx, region.Linearizable, "p", keys); !errors.Is(err, region.ErrTooLarge) {
+		t.Errorf("GET of three values through %s: sizes %v, %v; want ErrTooLarge", outsider.name, sizes(vals), err)
+	}
+	q, err := outsider.CompileQuery("SELECT * FROM /p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := outsider.Query(ctx, region.Linearizable, q, nil, queryOpts()); !errors.Is(err, region.ErrTooLarge) {
+		t.Errorf("query of three large values through %s: %v; want ErrTooLarge", outsider.name, err)
+	}
+	if outsider.groupByID(gid) != nil {
+		t.Fatalf("%s started hosting group %d during the test: placement moved", outsider.name, gid)
+	}
+}
+
+func containsName(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHaltedGroupStopsOnlyThatGroup: a committed entry that no replica can
+// decode (as a cut command was, or a newer peer's format) stops that group
+// on every member, without taking any node down; the other groups keep
+// serving; /readyz (Ready) names the group and the entry; and after a
+// restart of every member, the replay stops at the same entry again instead
+// of panicking.
+func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
+	const p = 3
+	tc := partitionCluster(t, 3, p, 3, nil)
+	ctx := ctxT(t, 90*time.Second)
+
+	const poisoned uint64 = 1
+	var g *group
+	waitFor(t, 10*time.Second, "the leader of group 1", func() bool {
+		for _, n := range tc.running() {
+			if lg := n.groupByID(poisoned); lg != nil && lg.isLeader() {
+				g = lg
+				return true
+			}
+		}
+		return false
+	})
+	// Straight into the log, past applyLocal's check: what an older build
+	// could have written.
+	if err := g.raft.Apply([]byte{9, 9, 9}, 5*time.Second).Error(); err != nil {
+		t.Fatalf("append the poison entry: %v", err)
+	}
+	// The leader halts when it applies the entry and stops the group's
+	// Raft; the two others elect a new leader, whose first commit applies
+	// the entry, and it halts too. The last replica alone has no quorum:
+	// the group serves nothing, and no write is ever applied after the
+	// entry anywhere.
+	checkHalted := func() {
+		t.Helper()
+		waitFor(t, 30*time.Second, "group 1 halted on two members, and their /readyz saying so", func() bool {
+			halted := 0
+			for _, n := range tc.running() {
+				lg := n.groupByID(poisoned)
+				if lg == nil || lg.halted() == nil {
+					continue
+				}
+				err := n.Ready(ctx)
+				if err == nil || !strings.Contains(err.Error(), "raft group 1 stopped at log entry") {
+					return false
+				}
+				halted++
+			}
+			return halted >= 2
+		})
+		var mine, other string
+		for i := 0; mine == "" || other == ""; i++ {
+			k := fmt.Sprintf("o%d", i)
+			if partition.GroupForKey(k, p) == poisoned {
+				mine = k
+			} else {
+				other = k
+			}
+		}
+		for _, n := range tc.running() {
+			if err := n.Put(ctx, "p", []region.Entry{{Key: other, Value: json.RawMessage(`{"n":1}`)}}); err != nil {
+				t.Errorf("write to a healthy group through %s: %v", n.name, err)
+			}
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		err := tc.running()[0].Put(wctx, "p", []region.Entry{{Key: mine, Value: json.RawMessage(`{"n":1}`)}})
+		if !errors.Is(err, region.ErrNoLeader) && !errors.Is(err, region.ErrIndeterminate) && !errors.Is(err, region.ErrNotLeader) {
+			t.Errorf("write to the halted group: %v; want a 503 error", err)
+		}
+	}
+	checkHalted()
+
+	for _, n := range tc.running() {
+		tc.crash(n.name)
+	}
+	for _, name := range names("n", 3) {
+		tc.start(name)
+	}
+	tc.leader()
+	checkHalted()
+}
+
+// TestSpansGroupsWaitsForTheTable: before this node knows the partition
+// table, whether keys span groups is unknown; it used to answer "no", and a
+// multi-group REPLACE, CAS or DELETE then skipped the precheck that keeps it
+// all-or-nothing. Now it waits for the table like any partitioned
+// operation, and fails (503) when none comes.
+func TestSpansGroupsWaitsForTheTable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not started: no bootstrap, so no partition table, for as long as the
+	// test needs.
+	s, err := New(Config{NodeName: "n1", DataDir: t.TempDir(), Listener: ln, Advertise: ln.Addr().String(), LeaderWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+	spans, err := s.spansGroups(ctxT(t, 5*time.Second), keys)
+	if !errors.Is(err, region.ErrNoLeader) {
+		t.Fatalf("spansGroups without a partition table = %v, %v; want an ErrNoLeader error (503), not an answer", spans, err)
+	}
+}
+
+// queryOpts are the options a REST query uses, for store tests.
+func queryOpts() oql.Options { return oql.Options{MaxRows: 100000} }
+
+// TestBatcherDropsCommandsWhoseCallerGaveUp: a command still queued behind
+// the group's entry in flight when its caller's deadline passes is taken out
+// and never sent, and its caller is told so (a definite 503, not "outcome
+// unknown"); a queued command whose caller already left is dropped when the
+// next batch is formed. They used to be committed whatever the deadline.
+func TestBatcherDropsCommandsWhoseCallerGaveUp(t *testing.T) {
+	b := newBatcher(nil)
+	b.inflight = maxInflightBatches // an entry of the group is being committed
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := b.apply(ctx, []byte("cmd"))
+	if err == nil || errors.Is(err, region.ErrIndeterminate) || !errors.Is(err, region.ErrNoLeader) {
+		t.Errorf("queued command past its deadline: %v; want a definite 503 (not sent)", err)
+	}
+	if len(b.queue) != 0 {
+		t.Errorf("%d commands left in the queue, want 0", len(b.queue))
+	}
+
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	p := &pendingApply{ctx: gone, data: []byte("cmd"), done: make(chan applyOutcome, 1)}
+	live := &pendingApply{ctx: context.Background(), data: []byte("cmd2"), done: make(chan applyOutcome, 1)}
+	b.queue = []*pendingApply{p, live}
+	batch := b.takeLocked()
+	if len(batch) != 1 || batch[0] != live {
+		t.Errorf("batch = %d commands, want only the live one", len(batch))
+	}
+	select {
+	case o := <-p.done:
+		if o.err == nil || errors.Is(o.err, region.ErrIndeterminate) {
+			t.Errorf("dropped command answered %v, want a definite error", o.err)
+		}
+	default:
+		t.Error("the dropped command's caller got no answer")
+	}
+}
+
+// TestNoPipelinedReplication: groups replicate without hashicorp/raft's
+// AppendEntries pipeline, which can deadlock (see openGroup): a replica then
+// never receives another entry and Shutdown hangs (a store test's cleanup
+// did, for 9 minutes).
+func TestNoPipelinedReplication(t *testing.T) {
+	tc := newTestCluster(t, 1)
+	n := tc.start("n1")
+	_, err := n.control().trans.AppendEntriesPipeline("n2", "127.0.0.1:1")
+	if !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		t.Fatalf("AppendEntriesPipeline: %v; want pipelining disabled", err)
+	}
+}

@@ -59,7 +59,7 @@ func (s *state) createRegion(c *Command, index uint64) *Result {
 		return refuse(fmt.Errorf("region %q: %w", c.Region, region.ErrRegionExists))
 	}
 	r := newRegionState(c.Kind, index)
-	r.setIndexes(s.indexDefs[c.Region])
+	r.emptyIndexes(s.indexDefs[c.Region])
 	s.regions[c.Region] = r
 	return &Result{}
 }
@@ -73,13 +73,16 @@ func (s *state) destroyRegion(c *Command, _ uint64) *Result {
 			s.tombstones[c.Region] = c.RegionID
 		}
 		if r, ok := s.regions[c.Region]; ok && r.id <= c.RegionID {
+			r.abandon()
 			delete(s.regions, c.Region)
 		}
 		return &Result{}
 	}
-	if _, err := s.region(c.Region); err != nil {
+	r, err := s.region(c.Region)
+	if err != nil {
 		return refuse(err)
 	}
+	r.abandon()
 	delete(s.regions, c.Region)
 	return &Result{}
 }

@@ -14,9 +14,11 @@ import (
 // Snapshot and Restore from its FSM goroutine; the read methods may be called
 // from any goroutine at any time.
 type FSM struct {
-	// mu guards st: Apply, Snapshot (B-tree Clone writes to the tree) and
-	// Restore take it for writing, readers for reading. Restore replaces st
-	// as a whole.
+	// mu guards st: Apply, Snapshot (B-tree Clone writes to the tree),
+	// Restore, SetIndexes and the short steps of background index builds
+	// take it for writing, readers for reading. Restore replaces st as a
+	// whole. Nothing holds it for longer than a bounded step: an index
+	// build works on a clone without it (indexbuild.go).
 	mu sync.RWMutex
 	st *state
 
@@ -32,6 +34,11 @@ type FSM struct {
 	// stopped is closed at the same moment, waking WaitApplied.
 	halted  atomic.Pointer[HaltError]
 	stopped chan struct{}
+	// buildHook, when set (by tests only), is called by every background
+	// index build before each time it takes the lock to catch up or
+	// install (round 0, 1, ...), with no lock held: tests apply writes
+	// there to land them in each phase of a build.
+	buildHook func(b *indexBuild, round int)
 }
 
 // Options configure a state machine. The zero value suits group 0.

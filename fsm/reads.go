@@ -203,22 +203,30 @@ func (f *FSM) Scan(name string, id uint64, fn func(key string, value json.RawMes
 }
 
 // SetIndexes makes every region keep the secondary indexes defs names for
-// it (by region name), building new ones from the entries now and keeping
-// them in step with every later write. version is the caller's label for
-// this set of definitions (IndexVersion returns it). Indexes are derived
-// from the entries, so they are neither replicated nor snapshotted: each
-// replica builds its own, and Restore rebuilds them.
+// it (by region name) and keeps them in step with every later write. It
+// returns at once: an index over a small region is built before it
+// returns, a larger one in the background without blocking writes
+// (indexbuild.go), and until it is installed IndexScan reports it missing,
+// so queries scan. Indexes already installed or being built for the same
+// definition are kept, so calling it again with the same definitions costs
+// little and restarts nothing. WaitIndexes waits for the builds. version
+// is the caller's label for this set of definitions (IndexVersion returns
+// it). Indexes are derived from the entries, so they are neither
+// replicated nor snapshotted: each replica builds its own, and Restore
+// rebuilds them.
 func (f *FSM) SetIndexes(version uint64, defs map[string][]index.Def) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st.indexDefs = defs
+	budget := inlineBuildBudget
 	for name, r := range f.st.regions {
-		r.setIndexes(defs[name])
+		f.setRegionIndexes(name, r, defs[name], &budget)
 	}
 	f.indexVersion = version
 }
 
-// IndexVersion returns the version of the last SetIndexes.
+// IndexVersion returns the version of the last SetIndexes: the definitions
+// this FSM maintains, whose indexes may still be building (WaitIndexes).
 func (f *FSM) IndexVersion() uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -227,8 +235,8 @@ func (f *FSM) IndexVersion() uint64 {
 
 // IndexScan calls fn with every entry whose indexed value lies in one of
 // the ranges, in index order, each entry once, until fn returns false. ok
-// is false when the region has no such index here or a bound is not a
-// scalar: the caller scans the region instead. Like Scan it runs fn over
+// is false when the region has no such index here (or it is still being
+// built) or a bound is not a scalar: the caller scans the region instead. Like Scan it runs fn over
 // copy-on-write clones, without any lock held.
 func (f *FSM) IndexScan(name string, id uint64, indexName string, ranges []index.Range, fn func(key string, value json.RawMessage) bool) (ok bool, err error) {
 	f.mu.Lock()
@@ -255,7 +263,7 @@ func (f *FSM) IndexScan(name string, id uint64, indexName string, ranges []index
 }
 
 // IndexLen returns how many entries an index of the region holds here, -1
-// when there is no such index.
+// when there is no such index or it is still being built.
 func (f *FSM) IndexLen(name string, id uint64, indexName string) int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()

@@ -25,12 +25,18 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	st.keyFilter = f.keyFilter
 	f.mu.Lock()
-	// Indexes are derived state: rebuild the configured ones.
-	st.indexDefs = f.st.indexDefs
-	for name, r := range st.regions {
-		r.setIndexes(st.indexDefs[name])
+	// Indexes are derived state: rebuild the configured ones, large ones in
+	// the background like SetIndexes, so writes resume as soon as Restore
+	// returns (queries scan until they are installed).
+	for _, r := range f.st.regions {
+		r.abandon()
 	}
+	st.indexDefs = f.st.indexDefs
 	f.st = st
+	budget := inlineBuildBudget
+	for name, r := range st.regions {
+		f.setRegionIndexes(name, r, st.indexDefs[name], &budget)
+	}
 	f.applied.set(applied)
 	f.mu.Unlock()
 	return nil

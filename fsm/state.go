@@ -3,7 +3,6 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/google/btree"
@@ -45,9 +44,12 @@ type regionState struct {
 	id      uint64
 	kind    region.Kind
 	entries *btree.BTreeG[entry]
-	// indexes are the region's secondary indexes by name, kept in step
-	// with entries by put, del and clear.
+	// indexes are the region's installed secondary indexes by name, kept
+	// in step with entries by put, del and clear.
 	indexes map[string]*index.Index
+	// building are the indexes being built in the background, by name
+	// (indexbuild.go); put and del record their keys for them.
+	building map[string]*indexBuild
 }
 
 // entry is one stored key and value. Values are the exact bytes a command
@@ -97,6 +99,7 @@ func (r *regionState) put(key string, value json.RawMessage) {
 		}
 		x.Add(key, value)
 	}
+	r.touch(key)
 }
 
 // del removes an entry.
@@ -106,39 +109,31 @@ func (r *regionState) del(key string) {
 		for _, x := range r.indexes {
 			x.Remove(key, old.value)
 		}
+		r.touch(key)
 	}
 }
 
 // clear removes every entry. A new tree rather than Clear: a snapshot or a
-// scan may share the old tree's nodes.
+// scan may share the old tree's nodes. The region is then empty, so an
+// index being built is done: it is empty too.
 func (r *regionState) clear() {
 	r.entries = newEntries()
 	for name, x := range r.indexes {
 		r.indexes[name] = index.New(x.Def())
 	}
+	for name, b := range r.building {
+		b.stop.Store(true)
+		delete(r.building, name)
+		r.install(name, index.New(b.def))
+	}
 }
 
-// setIndexes makes the region keep exactly defs: indexes no longer
-// defined are dropped, new ones built from the entries, and those whose
-// path changed rebuilt.
-func (r *regionState) setIndexes(defs []index.Def) {
-	next := make(map[string]*index.Index, len(defs))
+// emptyIndexes gives a new, still empty region the (empty) indexes defs
+// name: nothing to build.
+func (r *regionState) emptyIndexes(defs []index.Def) {
 	for _, d := range defs {
-		if x, ok := r.indexes[d.Name]; ok && slices.Equal(x.Def().Path, d.Path) {
-			next[d.Name] = x
-			continue
-		}
-		x := index.New(d)
-		r.entries.Ascend(func(e entry) bool {
-			x.Add(e.key, e.value)
-			return true
-		})
-		next[d.Name] = x
+		r.install(d.Name, index.New(d))
 	}
-	if len(next) == 0 {
-		next = nil
-	}
-	r.indexes = next
 }
 
 // nextKey generates a key for put-if-absent: the next decimal number of the
@@ -188,8 +183,11 @@ func (s *state) target(name string, id uint64) (*regionState, error) {
 	case ok && r.id > id:
 		return nil, fmt.Errorf("region %q: id %d is older than the one here (%d): %w", name, id, r.id, region.ErrRegionNotFound)
 	}
+	if ok {
+		r.abandon()
+	}
 	r = newRegionState(region.Partition, id)
-	r.setIndexes(s.indexDefs[name])
+	r.emptyIndexes(s.indexDefs[name])
 	s.regions[name] = r
 	return r, nil
 }

@@ -206,6 +206,13 @@ func (x *Index) Remove(key string, value []byte) {
 	}
 }
 
+// Ascend calls fn with every indexed value and the primary key holding
+// it, in index order, until fn returns false. It lets a caller check an
+// index against its entries.
+func (x *Index) Ascend(fn func(value Key, key string) bool) {
+	x.tree.Ascend(func(it item) bool { return fn(it.k, it.key) })
+}
+
 // Clone returns a copy-on-write copy: O(1) now, and later writes to
 // either copy do not show in the other. Like the B-tree's Clone it writes
 // to x, so the caller must hold x's write lock.

@@ -93,3 +93,25 @@ func TestScanRanges(t *testing.T) {
 		t.Error("a range open at both ends was served; it must fall back to a scan")
 	}
 }
+
+func TestAscendListsEveryItemInOrder(t *testing.T) {
+	x := New(Def{Name: "i", Path: []string{"v"}})
+	x.Add("c", []byte(`{"v":"b"}`))
+	x.Add("a", []byte(`{"v":2}`))
+	x.Add("b", []byte(`{"v":2}`))
+	x.Add("d", []byte(`{"v":true}`))
+	x.Add("e", []byte(`{"v":null}`))
+	var got []string
+	x.Ascend(func(v Key, key string) bool {
+		got = append(got, key)
+		return true
+	})
+	if want := []string{"d", "a", "b", "c"}; !slices.Equal(got, want) {
+		t.Fatalf("Ascend = %v, want %v (booleans, numbers, strings; ties by key)", got, want)
+	}
+	n := 0
+	x.Ascend(func(Key, string) bool { n++; return n < 2 })
+	if n != 2 {
+		t.Fatalf("Ascend went on after fn returned false: %d calls", n)
+	}
+}

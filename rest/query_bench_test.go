@@ -81,8 +81,8 @@ func query100k(b *testing.B) string {
 func benchRequests(b *testing.B, method, u, body string, wantRows int) {
 	client := &http.Client{}
 	lat := make([]time.Duration, 0, b.N)
-	// One request first: it builds the indexes (once per index, after its
-	// creation) and opens the connection.
+	// One request first: it opens the connection. (The indexes are built:
+	// CreateIndex returned once this node had built them.)
 	warm, _ := http.NewRequest(method, u, strings.NewReader(body))
 	warm.Header.Set("Content-Type", "application/json")
 	if resp, err := client.Do(warm); err == nil {

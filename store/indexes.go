@@ -21,7 +21,10 @@ import (
 // replicas for a partitioned one) builds and maintains its own index from
 // its entries (package fsm), so an index needs no replication of its own.
 // Each node installs the current definitions into its local state machines
-// on every round of its partition loop and before every query.
+// on every round of its partition loop and before every query. A state
+// machine builds an index over a large region in the background, without
+// stopping writes (fsm/indexbuild.go); until it is installed, queries on
+// that replica scan the region, which gives the same rows, only slower.
 
 // indexKeyPrefix is where index definitions live among group 0's metadata.
 const indexKeyPrefix = "index/"
@@ -33,6 +36,8 @@ func indexKey(regionName, name string) string {
 // CreateIndex defines an index on a region: 201 semantics. The region
 // must exist and be the one the FROM clause names; an existing name is
 // region.ErrKeyExists (as a *region.ConflictError with the definition).
+// Like Geode's createIndex it returns once the index is built, here on
+// this node's replicas (awaitIndexBuilds).
 func (s *Store) CreateIndex(ctx context.Context, regionName string, def region.IndexInfo) error {
 	if err := region.ValidateKey(def.Name); err != nil || strings.Contains(def.Name, "/") {
 		return fmt.Errorf("%w: index name %q: it must be a non-empty name without '/' or ','", region.ErrInvalid, def.Name)
@@ -50,13 +55,37 @@ func (s *Store) CreateIndex(ctx context.Context, regionName string, def region.I
 	if err != nil {
 		return fmt.Errorf("encode index definition: %w", err)
 	}
-	_, err = s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: indexKey(regionName, def.Name), MetaValue: raw})
+	res, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: indexKey(regionName, def.Name), MetaValue: raw})
 	if errors.Is(err, region.ErrVersionConflict) {
 		g0 := s.control()
 		cur, _, _ := g0.fsm.Meta(indexKey(regionName, def.Name))
 		return &region.ConflictError{Err: region.ErrKeyExists, Key: def.Name, Current: cur}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	s.awaitIndexBuilds(ctx, res.Version)
+	return nil
+}
+
+// awaitIndexBuilds waits, as long as ctx allows, until this node's
+// replicas have built the indexes defined as of group 0's log index
+// version: then queries on this node use a new index as soon as its
+// creation is acknowledged, as they did when indexes were built in the
+// query's path. Other members build theirs from their partition loops and
+// scan meanwhile. The definition is committed whatever happens here, so a
+// wait cut short is not an error (the builds go on).
+func (s *Store) awaitIndexBuilds(ctx context.Context, version uint64) {
+	g0 := s.control()
+	if g0 == nil || g0.fsm.WaitApplied(ctx, version) != nil {
+		return
+	}
+	s.syncIndexes()
+	for _, g := range s.localGroups() {
+		if g.fsm.WaitIndexes(ctx) != nil {
+			return
+		}
+	}
 }
 
 // indexPathFor checks a definition against the region it is created on.
@@ -121,6 +150,9 @@ func (s *Store) dropIndexes(ctx context.Context, regionName string) error {
 // syncIndexes installs the current index definitions into every local
 // state machine whose set is older. The set's version is a hash of the
 // definitions' keys and versions, so any create or delete changes it.
+// SetIndexes takes the definitions and returns: a state machine reports
+// the new version at once, while large indexes still build in the
+// background, so later calls neither wait for nor restart those builds.
 func (s *Store) syncIndexes() {
 	g0 := s.control()
 	if g0 == nil {

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// TestCreateIndexReturnsOnceBuiltHere: an index over a region too large to
+// be indexed on the spot (state machines build those in the background)
+// is complete on the creating node's replicas when CreateIndex returns,
+// for a replicated region (group 0) and a partitioned one (every group).
+func TestCreateIndexReturnsOnceBuiltHere(t *testing.T) {
+	tc := partitionCluster(t, 1, 2, 1, nil)
+	n := tc.leader()
+	mustCreate(t, n.Store, "r", region.Replicate)
+	const count = 12_000 // > 2 × fsm's inline budget, also per partition group
+	for _, name := range []string{"r", "p"} {
+		for start := 0; start < count; start += 2000 {
+			var entries []region.Entry
+			for i := start; i < start+2000; i++ {
+				entries = append(entries, region.Entry{Key: fmt.Sprintf("k%05d", i), Value: val(fmt.Sprintf(`{"cust":%d}`, i%100))})
+			}
+			if err := n.Put(ctxT(t, 20*time.Second), name, entries); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, name := range []string{"r", "p"} {
+		def := region.IndexInfo{Name: "byCust", Expression: "o.cust", From: "/" + name + " o"}
+		if err := n.CreateIndex(ctxT(t, 20*time.Second), name, def); err != nil {
+			t.Fatalf("create index on %s: %v", name, err)
+		}
+		ref, ok := lookup(n.control(), name)
+		if !ok {
+			t.Fatalf("region %s not found", name)
+		}
+		indexed := 0
+		for _, g := range n.localGroups() {
+			id := uint64(0)
+			if ref.kind == region.Partition {
+				if g.id == controlGroup {
+					continue
+				}
+				id = ref.id
+			} else if g.id != controlGroup {
+				continue
+			}
+			l := g.fsm.IndexLen(name, id, "byCust")
+			if l < 0 {
+				t.Fatalf("region %s: group %d has no index byCust right after CreateIndex returned", name, g.id)
+			}
+			indexed += l
+		}
+		if indexed != count {
+			t.Fatalf("region %s: the indexes hold %d entries, want %d", name, indexed, count)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package chaos
 
 import (
+	"os"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -180,5 +182,38 @@ func TestModelRejectsMultiKeyViolations(t *testing.T) {
 		if got := check(t, ops); got != porcupine.Illegal {
 			t.Errorf("%s: %v, want Illegal", name, got)
 		}
+	}
+}
+
+// TestMultiKeyViolationIsSavedAndReloads: a multi-key history survives
+// the round trip through the saved JSON (keys, values, OneGroup) and still
+// checks the same, and porcupine's visualization of it is written.
+func TestMultiKeyViolationIsSavedAndReloads(t *testing.T) {
+	ops := []Op{
+		op(0, 0, 1, spanning(mput(ks("a-1", "b-1", "a-2"), 1, 2, 3)), status(200)),
+		op(1, 2, 3, spanning(mcas(ks("a-1", "b-1"), vs(1, 9), vs(4, 5))), value(409, 2)),
+		op(1, 4, 5, query("a-2", "a-1"), read(3, 1)),
+		op(1, 6, 7, mget("a-1", "a-2"), read(4, 3)),
+	}
+	v := Check(ops, 10*time.Second)
+	if v.Result != porcupine.Illegal {
+		t.Fatalf("verdict %v, want Illegal: a-1 changed after the refusal's answer", v.Result)
+	}
+	hp, html, err := v.Save(t.TempDir(), "multi", ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(html); err != nil || st.Size() == 0 {
+		t.Errorf("visualization %s: %v", html, err)
+	}
+	back, err := LoadHistory(hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Check(back, 10*time.Second).Result; got != porcupine.Illegal {
+		t.Errorf("the reloaded history checks %v, want Illegal", got)
+	}
+	if got := Check(back[:3], 10*time.Second).Result; got != porcupine.Ok {
+		t.Errorf("without the last read: %v, want Ok", got)
 	}
 }

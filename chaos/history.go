@@ -71,20 +71,22 @@ type Verdict struct {
 }
 
 // Check runs porcupine over ops with the model, for at most timeout
-// (porcupine.Unknown when it runs out).
+// (porcupine.Unknown when it runs out). Each operation is checked as one
+// part per family it touches (partsOf).
 func Check(ops []Op, timeout time.Duration) Verdict {
+	slots := familySlots(ops)
 	hist := make([]porcupine.Operation, 0, len(ops))
 	unknown := 0
 	for _, op := range ops {
 		if op.Output.Unknown {
 			unknown++
-			if op.Input.Kind == Get {
+			if op.Input.Kind.single() == Get {
 				// A read with no answer constrains nothing; left in, it
 				// only widens the checker's search.
 				continue
 			}
 		}
-		hist = append(hist, porcupine.Operation{ClientId: op.Client, Input: op.Input, Output: op.Output, Call: op.Call, Return: op.Return, Metadata: op.Member})
+		hist = append(hist, partsOf(op, slots)...)
 	}
 	res, info := porcupine.CheckOperationsVerbose(Model(), hist, timeout)
 	return Verdict{Result: res, Ops: len(ops), Unknown: unknown, info: info}

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -149,7 +150,7 @@ func TestHistoryStoresUnknownAtInfinity(t *testing.T) {
 	h := NewHistory()
 	h.Add(Op{Input: put("a", 1), Output: Output{Unknown: true, Status: 503}, Call: h.Now(), Return: h.Now()})
 	got := h.Ops()[0]
-	if got.Return != Infinity || got.Output != (Output{Unknown: true}) {
+	if got.Return != Infinity || !reflect.DeepEqual(got.Output, Output{Unknown: true}) {
 		t.Errorf("recorded %+v", got)
 	}
 }

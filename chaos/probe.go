@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -109,43 +108,78 @@ func (p *Prober) write(ctx context.Context, hc *http.Client, base, key string, n
 }
 
 // Failover measures, for every fault on a member that led one of the
-// region's groups, the time from the fault to the first write to such a
-// group that another member acknowledged, begun after the fault.
+// region's groups, how long the groups it led went without a leader that
+// acknowledges writes: per group, the time from the fault to the first
+// write to that group, begun after the fault, that another member
+// acknowledged. The fastest group gives FailoverP50/Max (the first write
+// that got through); the slowest, the time until every group the member
+// led took writes again, gives FailoverEvery and its quantiles. A fault
+// after which some group never took a write again counts in Unrecovered
+// (and in NoRecovery when none did).
 func (p *Prober) Failover(rr *RegionReport, faults []FaultEvent) {
 	p.mu.Lock()
 	ops := slices.Clone(p.probe)
 	p.mu.Unlock()
-	var times []time.Duration
+	var first []time.Duration
 	for _, f := range faults {
-		groups := map[uint64]bool{}
+		groups := map[uint64]time.Duration{}
 		for _, g := range f.Led {
 			if p.Region.Partitioned == (g != 0) {
-				groups[g] = true
+				groups[g] = -1
 			}
 		}
 		if len(groups) == 0 {
 			continue
 		}
 		rr.Failovers++
-		best := time.Duration(-1)
 		for _, op := range ops {
-			if !op.ok || op.call < f.At || op.member == f.Target || !groups[op.group] {
+			best, led := groups[op.group]
+			if !led || !op.ok || op.call < f.At || op.member == f.Target {
 				continue
 			}
 			if d := op.ret - f.At; best < 0 || d < best {
-				best = d
+				groups[op.group] = d
 			}
 		}
-		if best < 0 {
-			rr.NoRecovery++
-			continue
+		fastest, slowest := time.Duration(-1), time.Duration(0)
+		for _, d := range groups {
+			if d >= 0 && (fastest < 0 || d < fastest) {
+				fastest = d
+			}
+			if d < 0 || slowest < 0 {
+				slowest = -1
+			} else {
+				slowest = max(slowest, d)
+			}
 		}
-		times = append(times, best)
+		if fastest < 0 {
+			rr.NoRecovery++
+		} else {
+			first = append(first, fastest)
+		}
+		if slowest < 0 {
+			rr.Unrecovered++
+		} else {
+			rr.FailoverEvery = append(rr.FailoverEvery, slowest)
+		}
 	}
-	if len(times) == 0 {
-		return
+	if len(first) > 0 {
+		slices.Sort(first)
+		rr.FailoverP50 = quantile(first, 0.5)
+		rr.FailoverMax = first[len(first)-1]
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	rr.FailoverP50 = times[len(times)/2]
-	rr.FailoverMax = times[len(times)-1]
+	if len(rr.FailoverEvery) > 0 {
+		every := slices.Sorted(slices.Values(rr.FailoverEvery))
+		rr.FailoverEveryP50 = quantile(every, 0.5)
+		rr.FailoverEveryP99 = quantile(every, 0.99)
+		rr.FailoverEveryMax = every[len(every)-1]
+	}
+}
+
+// quantile is the value of rank floor(q*n)+1 in sorted (n values): the
+// upper median for q = 0.5, and never below the true quantile, so that a
+// few faults make p99 the maximum rather than something smaller.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := min(int(q*float64(len(sorted))), len(sorted)-1)
+	return sorted[i]
 }

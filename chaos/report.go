@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,10 +19,12 @@ func (r Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %s, %v, %d faults, %d elections", r.Scenario, r.Backend, r.Duration, len(r.Faults), r.Elections)
 	for _, rr := range r.Regions {
-		fmt.Fprintf(&b, "\n  %-7s ops %6d  definite %6d  unknown %4d  refused %4d  availability %5.1f%%  failover p50 %v max %v (%d, %d without recovery)  ledger %d acked %d lost  diverged %d  verdict %s",
+		fmt.Fprintf(&b, "\n  %-7s ops %6d  definite %6d  unknown %4d  refused %4d  availability %5.1f%%  failover first group p50 %v max %v, every group p50 %v p99 %v max %v (%d faults, %d without recovery, %d with a group never back)  ledger %d acked %d lost  diverged %d  verdict %s (checked in %v)",
 			rr.Region, rr.Ops, rr.Definite, rr.Unknown, rr.Refused, 100*rr.Availability,
-			rr.FailoverP50.Round(time.Millisecond), rr.FailoverMax.Round(time.Millisecond), rr.Failovers, rr.NoRecovery,
-			rr.LedgerAcked, rr.LedgerLost, rr.Diverged, rr.Verdict)
+			rr.FailoverP50.Round(time.Millisecond), rr.FailoverMax.Round(time.Millisecond),
+			rr.FailoverEveryP50.Round(time.Millisecond), rr.FailoverEveryP99.Round(time.Millisecond), rr.FailoverEveryMax.Round(time.Millisecond),
+			rr.Failovers, rr.NoRecovery, rr.Unrecovered,
+			rr.LedgerAcked, rr.LedgerLost, rr.Diverged, rr.Verdict, rr.CheckTime.Round(10*time.Millisecond))
 		causes := make([]string, 0, len(rr.Causes))
 		for c, n := range rr.Causes {
 			causes = append(causes, fmt.Sprintf("%d× %s", n, c))
@@ -117,6 +120,9 @@ func Tables(reports []Report) string {
 		p50s                                       []time.Duration
 		max                                        time.Duration
 		failovers, noRecovery                      int
+		every                                      []time.Duration // per fault: until every group it led took writes
+		unrecovered                                int
+		checkMax                                   time.Duration
 		acked, lost, diverged                      int
 		elections                                  uint64
 		faults                                     int
@@ -151,6 +157,9 @@ func Tables(reports []Report) string {
 			a.max = max(a.max, rr.FailoverMax)
 			a.failovers += rr.Failovers
 			a.noRecovery += rr.NoRecovery
+			a.every = append(a.every, rr.FailoverEvery...)
+			a.unrecovered += rr.Unrecovered
+			a.checkMax = max(a.checkMax, rr.CheckTime)
 			a.acked += rr.LedgerAcked
 			a.lost += rr.LedgerLost
 			a.diverged += rr.Diverged
@@ -171,8 +180,8 @@ func Tables(reports []Report) string {
 		}
 		return a.region < b.region
 	})
-	b.WriteString("| scenario | backend | region | runs (length) | passed | operations | availability | failover p50 / max | leader faults (no recovery) | elections per run | ledger acked / lost | verdict |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | backend | region | runs (length) | passed | operations | availability | failover, first group: p50 / max | failover, every group: p50 / p99 / max | leader faults (no recovery) | elections per run | ledger acked / lost | check time (max) | verdict |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range order {
 		a := aggs[k]
 		var lengths []string
@@ -189,6 +198,19 @@ func Tables(reports []Report) string {
 			sort.Slice(a.p50s, func(i, j int) bool { return a.p50s[i] < a.p50s[j] })
 			failover = fmt.Sprintf("%v / %v", a.p50s[len(a.p50s)/2].Round(10*time.Millisecond), a.max.Round(10*time.Millisecond))
 		}
+		every := "-"
+		if len(a.every) > 0 {
+			slices.Sort(a.every)
+			r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+			every = fmt.Sprintf("%v / %v / %v", r(quantile(a.every, 0.5)), r(quantile(a.every, 0.99)), r(a.every[len(a.every)-1]))
+		}
+		if a.unrecovered > 0 {
+			every += fmt.Sprintf(" (%d with a group never back)", a.unrecovered)
+		}
+		checkTime := "-"
+		if a.checkMax > 0 {
+			checkTime = a.checkMax.Round(100 * time.Millisecond).String()
+		}
 		backend := k.backend
 		if k.concurrent > 1 {
 			backend = fmt.Sprintf("%s, %d at once", k.backend, k.concurrent)
@@ -197,9 +219,9 @@ func Tables(reports []Report) string {
 		if a.ok < a.runs {
 			verdict = fmt.Sprintf("**%d failed**", a.runs-a.ok)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d | %d | %s | %s | %d (%d) | %.1f | %d / %d | %s |\n",
-			k.scenario, backend, k.region, strings.Join(lengths, ", "), a.ok, a.runs, a.ops, avail, failover,
-			a.failovers, a.noRecovery, float64(a.elections)/float64(a.runs), a.acked, a.lost, verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d | %d | %s | %s | %s | %d (%d) | %.1f | %d / %d | %s | %s |\n",
+			k.scenario, backend, k.region, strings.Join(lengths, ", "), a.ok, a.runs, a.ops, avail, failover, every,
+			a.failovers, a.noRecovery, float64(a.elections)/float64(a.runs), a.acked, a.lost, checkTime, verdict)
 	}
 	return b.String()
 }

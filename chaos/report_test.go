@@ -3,6 +3,7 @@ package chaos
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,67 @@ func TestFailoverFromProbes(t *testing.T) {
 	r.Failover(&rep, faults)
 	if rep.Failovers != 2 || rep.NoRecovery != 1 || rep.FailoverP50 != 1500*time.Millisecond {
 		t.Errorf("replicated: %+v; want 2 failovers, 1 without recovery, p50 1.5s", rep)
+	}
+}
+
+// TestFailoverEveryGroup: a fault on a member that led two groups is over
+// when the slower of them takes writes again (3 s here), while the first
+// group's measure keeps the faster (1 s); a fault after which one of its
+// groups never took a write counts as unrecovered and gives no time; p99
+// and max come from the faults' times.
+func TestFailoverEveryGroup(t *testing.T) {
+	s := time.Second
+	ms := time.Millisecond
+	p := &Prober{Region: RegionSpec{Name: "p", Partitioned: true}, P: 3}
+	p.probe = []probeOp{
+		// Fault at 10 s on n1, which led groups 1 and 2.
+		{member: "n2", group: 1, call: 10*s + 100*ms, ret: 11 * s, ok: true},        // group 1 back after 1 s
+		{member: "n3", group: 2, call: 10*s + 100*ms, ret: 10*s + 600*ms},           // refused
+		{member: "n1", group: 2, call: 10*s + 100*ms, ret: 10*s + 200*ms, ok: true}, // the faulty member itself
+		{member: "n3", group: 2, call: 12 * s, ret: 13 * s, ok: true},               // group 2 back after 3 s
+		{member: "n3", group: 2, call: 13 * s, ret: 13*s + 10*ms, ok: true},         // later: not the first
+		// Fault at 20 s on n3, which led group 3: back after 2 s.
+		{member: "n1", group: 3, call: 20*s + 100*ms, ret: 22 * s, ok: true},
+		// Fault at 30 s on n2, which led groups 1 and 3: group 3 never
+		// back before the run ended.
+		{member: "n3", group: 1, call: 30*s + 100*ms, ret: 30*s + 500*ms, ok: true},
+		{member: "n1", group: 3, call: 30*s + 100*ms, ret: 30*s + 600*ms},
+	}
+	faults := []FaultEvent{
+		{At: 10 * s, Kind: "kill", Target: "n1", Led: []uint64{1, 2}},
+		{At: 20 * s, Kind: "kill", Target: "n3", Led: []uint64{3}},
+		{At: 30 * s, Kind: "pause", Target: "n2", Led: []uint64{0, 1, 3}},
+	}
+	var rr RegionReport
+	p.Failover(&rr, faults)
+	if rr.Failovers != 3 || rr.NoRecovery != 0 || rr.Unrecovered != 1 {
+		t.Errorf("failovers %d, no recovery %d, unrecovered %d; want 3, 0, 1", rr.Failovers, rr.NoRecovery, rr.Unrecovered)
+	}
+	if want := []time.Duration{3 * s, 2 * s}; !slices.Equal(rr.FailoverEvery, want) {
+		t.Errorf("every group: %v, want %v", rr.FailoverEvery, want)
+	}
+	if rr.FailoverEveryP50 != 3*s || rr.FailoverEveryP99 != 3*s || rr.FailoverEveryMax != 3*s {
+		t.Errorf("every group p50 %v p99 %v max %v; want 3s each (upper median of two)", rr.FailoverEveryP50, rr.FailoverEveryP99, rr.FailoverEveryMax)
+	}
+	// First group: 1 s, 2 s and 0.5 s.
+	if rr.FailoverP50 != s || rr.FailoverMax != 2*s {
+		t.Errorf("first group p50 %v max %v; want 1s and 2s", rr.FailoverP50, rr.FailoverMax)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	var xs []time.Duration
+	for i := 1; i <= 200; i++ {
+		xs = append(xs, time.Duration(i))
+	}
+	if q := quantile(xs, 0.5); q != 101 {
+		t.Errorf("p50 of 1..200 = %d, want 101", q)
+	}
+	if q := quantile(xs, 0.99); q != 199 {
+		t.Errorf("p99 of 1..200 = %d, want 199", q)
+	}
+	if q := quantile(xs[:10], 0.99); q != 10 {
+		t.Errorf("p99 of 1..10 = %d, want the max, 10", q)
 	}
 }
 
@@ -115,6 +177,35 @@ func TestCause(t *testing.T) {
 	} {
 		if got := cause(in); got != want {
 			t.Errorf("cause(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestTablesShowOldAndNewFailover: a run recorded before the every-group
+// measure existed (a line of docs/chaos-runs.jsonl as it was) still loads,
+// and its row shows its first-group failover with "-" for what it lacks;
+// a new run shows both, and its check time.
+func TestTablesShowOldAndNewFailover(t *testing.T) {
+	old := `{"scenario":"kill-leader","backend":"proc","concurrent":2,"started":"2026-11-23T20:21:20.896080023Z","duration":60000000000,"faults":[{"at":4443917694,"kind":"kill","target":"n1","led":[0,3]}],"elections":16,"regions":[{"region":"chaosr","ops":15147,"definite":15102,"unknown":21,"refused":0,"availability":0.998611386629637,"failovers":4,"failoverP50":888976881,"failoverMax":1440328040,"noRecovery":0,"verdict":"ok","ledgerAcked":1701,"ledgerLost":0,"diverged":0,"causes":{"connection closed":14,"connection reset":7}}]}`
+	path := filepath.Join(t.TempDir(), "runs.jsonl")
+	if err := os.WriteFile(path, []byte(old+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reports, err := LoadReports(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := time.Second
+	reports = append(reports, Report{Scenario: "kill-leader", Backend: "proc", Started: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC), Duration: time.Minute,
+		Regions: []RegionReport{{Region: "chaosp", Ops: 100, Definite: 100, Verdict: "ok", Failovers: 3, Unrecovered: 1,
+			FailoverP50: s, FailoverMax: 2 * s, FailoverEvery: []time.Duration{3 * s, 2 * s}, CheckTime: 1500 * time.Millisecond}}})
+	doc := Tables(reports)
+	for _, want := range []string{
+		"| kill-leader | proc, 2 at once | chaosr | 1×1m0s | 1/1 | 15147 | 99.9% | 890ms / 1.44s | - | 4 (0) |",
+		"| kill-leader | proc | chaosp | 1×1m0s | 1/1 | 100 | 100.0% | 1s / 2s | 3s / 3s / 3s (1 with a group never back) | 3 (0) | 0.0 | 0 / 0 | 1.5s | linearizable |",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("tables lack %q:\n%s", want, doc)
 		}
 	}
 }

@@ -82,6 +82,18 @@ type RegionReport struct {
 	Saved        []string      `json:"saved,omitempty"`
 	// Causes counts why outcomes were unknown.
 	Causes map[string]int `json:"causes,omitempty"`
+	// FailoverEvery is, per leader fault, the time until every group the
+	// member led acknowledged a write again (FailoverP50 and FailoverMax
+	// are of the first such group); Unrecovered counts the faults after
+	// which some group never did. Runs recorded before these existed lack
+	// them.
+	FailoverEvery    []time.Duration `json:"failoverEvery,omitempty"`
+	FailoverEveryP50 time.Duration   `json:"failoverEveryP50,omitempty"`
+	FailoverEveryP99 time.Duration   `json:"failoverEveryP99,omitempty"`
+	FailoverEveryMax time.Duration   `json:"failoverEveryMax,omitempty"`
+	Unrecovered      int             `json:"unrecovered,omitempty"`
+	// CheckTime is how long porcupine took over the history.
+	CheckTime time.Duration `json:"checkTime,omitempty"`
 }
 
 // Report is one run's outcome.
@@ -428,7 +440,7 @@ func Execute(cfg RunConfig) Report {
 		runs = append(runs, &regionRun{
 			spec:   spec,
 			hist:   h,
-			wl:     &Workload{Region: spec.Name, Clients: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
+			wl:     &Workload{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Clients: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
 			ledger: &Ledger{Region: spec.Name, URLs: urls},
 			prober: &Prober{Region: spec, URLs: urls, Names: names, P: before.P, Clock: r.start},
 		})
@@ -494,8 +506,7 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, l
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	final := map[string]int64{}
-	for k := range wl.Keys {
-		key := fmt.Sprintf("k%d", k)
+	for k, key := range wl.KeyNames() {
 		for m := range r.B.Size() {
 			for attempt := 0; ; attempt++ {
 				op, sent := wl.Do(ctx, hc, m, Input{Kind: Get, Key: key})
@@ -532,7 +543,9 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, l
 		rr.Availability = float64(rr.Definite) / float64(n)
 	}
 
+	checkStart := time.Now()
 	v := Check(ops, 3*time.Minute)
+	rr.CheckTime = time.Since(checkStart)
 	switch v.Result {
 	case porcupine.Ok:
 		rr.Verdict = "ok"

@@ -10,31 +10,47 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kvnode/kvnode/partition"
 )
 
-// Workload is concurrent clients doing single-key operations on a few keys
-// of one region, each operation through a member chosen at random, every
-// one recorded in History.
+// Workload is concurrent clients doing single- and multi-key operations
+// and queries on a few families of keys of one region, each operation
+// through a member chosen at random, every one recorded in History. A
+// family's keys are in one Raft group (FamilyOf; on a partitioned region
+// family f is placed in partition group 1 + f mod Groups), which is what
+// the model's per-family check needs.
 type Workload struct {
-	Region  string
-	Keys    int           // distinct keys (k0..); 8 when zero
-	Clients int           // concurrent clients; 6 when zero
-	Timeout time.Duration // a client gives up on a request after this; 3s when zero
+	Region string
+	// Families of FamilySize keys each; 4 and 3 when zero.
+	Families, FamilySize int
+	// Partitioned: the region is a PARTITION region of Groups partition
+	// groups. Without Groups its keys cannot be placed and Run does nothing
+	// (the run has failed already: the cluster never named its groups).
+	Partitioned bool
+	Groups      int
+	Clients     int           // concurrent clients; 6 when zero
+	Timeout     time.Duration // a client gives up on a request after this; 3s when zero
 	// URLs are the members' REST base URLs; Names their node names.
 	URLs, Names []string
 	History     *History
 	// Values hands out written values, unique across workloads sharing it.
 	Values *atomic.Int64
-	// StaleReads makes GETs read a member's own replica
+	// StaleReads makes GETs and queries read a member's own replica
 	// (?consistency=stale), which is not linearizable: a run with it shows
 	// that the checker catches the anomalies it should.
 	StaleReads bool
 	// Stats counts what happened.
 	Stats WorkloadStats
+
+	famOnce sync.Once
+	fams    [][]string
 
 	seenMu sync.Mutex
 	seen   map[string]int64 // a value recently observed per key, for CAS
@@ -50,13 +66,69 @@ type WorkloadStats struct {
 
 // opWeights is the operation mix, in Kind order: reads, blind writes and
 // the conditional forms, with enough deletes that put-if-absent and the
-// 400 forms of REPLACE and CAS happen.
-var opWeights = [...]int{Get: 30, Put: 20, PutIfAbsent: 15, Replace: 10, CAS: 18, Delete: 7}
+// 400 forms of REPLACE and CAS happen; a third are multi-key requests and
+// queries.
+var opWeights = [...]int{Get: 20, Put: 13, PutIfAbsent: 10, Replace: 7, CAS: 12, Delete: 5,
+	MultiGet: 7, MultiPut: 7, MultiReplace: 4, MultiCAS: 6, MultiDelete: 3, Query: 6}
+
+// families are the workload's keys, family by family: "f<family>-<key>",
+// and on a partitioned region "-<n>" with the first n that puts the key in
+// the family's group.
+func (w *Workload) families() [][]string {
+	w.famOnce.Do(func() {
+		nf, size := w.Families, w.FamilySize
+		if nf == 0 {
+			nf = 4
+		}
+		if size == 0 {
+			size = 3
+		}
+		for f := range nf {
+			var keys []string
+			for j := range size {
+				key := fmt.Sprintf("f%d-%d", f, j)
+				if w.Partitioned && w.Groups > 0 {
+					g := uint64(1 + f%w.Groups)
+					for n := 0; ; n++ {
+						if key = fmt.Sprintf("f%d-%d-%d", f, j, n); partition.GroupForKey(key, w.Groups) == g {
+							break
+						}
+					}
+				}
+				keys = append(keys, key)
+			}
+			w.fams = append(w.fams, keys)
+		}
+	})
+	return w.fams
+}
+
+// KeyNames is every key the workload uses.
+func (w *Workload) KeyNames() []string {
+	var out []string
+	for _, f := range w.families() {
+		out = append(out, f...)
+	}
+	return out
+}
+
+// oneGroup reports whether keys are all in one Raft group.
+func (w *Workload) oneGroup(keys []string) bool {
+	if !w.Partitioned {
+		return true
+	}
+	for _, k := range keys[1:] {
+		if partition.GroupForKey(k, w.Groups) != partition.GroupForKey(keys[0], w.Groups) {
+			return false
+		}
+	}
+	return true
+}
 
 // Run runs the clients until ctx ends.
 func (w *Workload) Run(ctx context.Context) {
-	if w.Keys == 0 {
-		w.Keys = 8
+	if w.Partitioned && w.Groups < 1 {
+		return
 	}
 	if w.Clients == 0 {
 		w.Clients = 6
@@ -115,7 +187,8 @@ func (w *Workload) client(ctx context.Context, c int) {
 
 // nextInput picks an operation.
 func (w *Workload) nextInput(rng *rand.Rand) Input {
-	in := Input{Key: fmt.Sprintf("k%d", rng.IntN(w.Keys))}
+	fams := w.families()
+	var in Input
 	total := 0
 	for _, wt := range opWeights {
 		total += wt
@@ -128,20 +201,80 @@ func (w *Workload) nextInput(rng *rand.Rand) Input {
 		}
 		r -= wt
 	}
+	if !in.Kind.Multi() {
+		f := fams[rng.IntN(len(fams))]
+		in.Key = f[rng.IntN(len(f))]
+	} else {
+		in.Keys = w.pickKeys(rng, in.Kind == Query)
+		in.OneGroup = w.oneGroup(in.Keys)
+	}
 	switch in.Kind {
 	case Put, PutIfAbsent, Replace:
 		in.Value = w.Values.Add(1)
 	case CAS:
 		in.Value = w.Values.Add(1)
-		w.seenMu.Lock()
-		in.Old = w.seen[in.Key]
-		w.seenMu.Unlock()
-		if in.Old == Absent || rng.IntN(5) == 0 {
-			// Sometimes a value that cannot match.
-			in.Old = 1 + rng.Int64N(max(1, w.Values.Load()))
+		in.Old = w.expected(rng, in.Key)
+		if rng.IntN(5) == 0 {
+			in.Old = w.unlikely(rng)
+		}
+	case MultiPut, MultiReplace, MultiCAS:
+		for range in.Keys {
+			in.Values = append(in.Values, w.Values.Add(1))
+		}
+		if in.Kind == MultiCAS {
+			for _, k := range in.Keys {
+				in.Olds = append(in.Olds, w.expected(rng, k))
+			}
+			if rng.IntN(5) == 0 {
+				in.Olds[rng.IntN(len(in.Olds))] = w.unlikely(rng)
+			}
 		}
 	}
 	return in
+}
+
+// pickKeys picks distinct keys, in random order: two thirds of the time
+// some keys of one family (a query may take just one), else some of two
+// families (in different partition groups when the region has several).
+func (w *Workload) pickKeys(rng *rand.Rand, query bool) []string {
+	fams := w.families()
+	some := func(f []string, least int) []string {
+		n := least + rng.IntN(len(f)-least+1)
+		idx := rng.Perm(len(f))[:n]
+		out := make([]string, n)
+		for i, j := range idx {
+			out[i] = f[j]
+		}
+		return out
+	}
+	least := 2
+	if query {
+		least = 1
+	}
+	a := rng.IntN(len(fams))
+	if len(fams) == 1 || rng.IntN(3) != 0 {
+		return some(fams[a], min(least, len(fams[a])))
+	}
+	b := (a + 1 + rng.IntN(len(fams)-1)) % len(fams)
+	keys := append(some(fams[a], 1), some(fams[b], 1)...)
+	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	return keys
+}
+
+// expected is the value a CAS expects key to hold: one recently seen, or
+// one that cannot match when none was.
+func (w *Workload) expected(rng *rand.Rand, key string) int64 {
+	w.seenMu.Lock()
+	v := w.seen[key]
+	w.seenMu.Unlock()
+	if v == Absent {
+		return w.unlikely(rng)
+	}
+	return v
+}
+
+func (w *Workload) unlikely(rng *rand.Rand) int64 {
+	return 1 + rng.Int64N(max(1, w.Values.Load()))
 }
 
 // Do performs one operation through member m. sent is false when the
@@ -165,20 +298,41 @@ func (w *Workload) Do(ctx context.Context, hc *http.Client, m int, in Input) (op
 		return op, true
 	}
 	op.Output = Output{Status: status}
-	if (in.Kind == Get && status == 200) || status == 409 {
-		v, perr := parseValue(body)
-		if perr != nil {
-			// An answer the model cannot explain: keep it as a status
-			// of its own so the checker reports it.
-			op.Output.Status = -status
+	var perr error
+	switch {
+	case (in.Kind == Get && status == 200) || status == 409:
+		op.Output.Value, perr = parseValue(body)
+		key := in.Key
+		if in.Kind == MultiCAS {
+			key = "" // the 409 names the key in Location; CAS olds come from reads
 		}
-		op.Output.Value = v
-		w.observe(in.Key, v)
+		if key != "" {
+			w.observe(key, op.Output.Value)
+		}
+	case in.Kind == MultiGet && status == 200:
+		op.Output.Values, perr = parseMultiGet(body, w.Region, len(in.Keys))
+	case in.Kind == Query && status == 200:
+		op.Output.Values, perr = parseQueryRows(body, in.Keys)
+	}
+	if perr != nil {
+		// An answer the model cannot explain: keep it as a status of its
+		// own so the checker reports it.
+		op.Output.Status = -status
+		op.Error = perr.Error()
+	}
+	for i, v := range op.Output.Values {
+		if v != Absent {
+			w.observe(in.Keys[i], v)
+		}
 	}
 	if status == 200 || status == 201 {
 		switch in.Kind {
 		case Put, PutIfAbsent, Replace, CAS:
 			w.observe(in.Key, in.Value)
+		case MultiPut, MultiReplace, MultiCAS:
+			for i, k := range in.Keys {
+				w.observe(k, in.Values[i])
+			}
 		}
 	}
 	return op, true
@@ -195,6 +349,11 @@ func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in
 	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
 	path := base + "/kv/v1/" + w.Region
+	stale := ""
+	if w.StaleReads {
+		stale = "&consistency=stale"
+	}
+	multi := path + "/" + strings.Join(in.Keys, ",")
 	var method string
 	var body []byte
 	switch in.Kind {
@@ -210,10 +369,30 @@ func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in
 	case Replace:
 		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=REPLACE", valueJSON(in.Value)
 	case CAS:
-		method, path = http.MethodPut, path+"/"+in.Key+"?op=CAS"
-		body = []byte(fmt.Sprintf(`{"@old":%s,"@new":%s}`, valueJSON(in.Old), valueJSON(in.Value)))
+		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=CAS", casJSON(in.Old, in.Value)
 	case Delete:
 		method, path = http.MethodDelete, path+"/"+in.Key
+	case MultiGet:
+		method, path = http.MethodGet, multi+"?ignoreMissingKey=true"+stale
+	case MultiPut, MultiReplace:
+		elems := make([][]byte, len(in.Keys))
+		for i := range in.Keys {
+			elems[i] = valueJSON(in.Values[i])
+		}
+		method, path, body = http.MethodPut, multi, jsonArray(elems)
+		if in.Kind == MultiReplace {
+			path += "?op=REPLACE"
+		}
+	case MultiCAS:
+		elems := make([][]byte, len(in.Keys))
+		for i := range in.Keys {
+			elems[i] = casJSON(in.Olds[i], in.Values[i])
+		}
+		method, path, body = http.MethodPut, multi+"?op=CAS", jsonArray(elems)
+	case MultiDelete:
+		method, path = http.MethodDelete, multi
+	case Query:
+		method, path = http.MethodGet, base+"/kv/v1/queries/adhoc?q="+url.QueryEscape(queryText(w.Region, in.Keys))+stale
 	}
 	var rd io.Reader
 	if body != nil {
@@ -239,6 +418,74 @@ func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in
 }
 
 func valueJSON(v int64) []byte { return []byte(fmt.Sprintf(`{"v":%d}`, v)) }
+
+func casJSON(old, v int64) []byte {
+	return []byte(fmt.Sprintf(`{"@old":%s,"@new":%s}`, valueJSON(old), valueJSON(v)))
+}
+
+func jsonArray(elems [][]byte) []byte {
+	return append(append([]byte{'['}, bytes.Join(elems, []byte{','})...), ']')
+}
+
+// queryText is the query that reads keys with their values: one row per
+// key present, {"k":key,"v":N}.
+func queryText(region string, keys []string) string {
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		quoted[i] = "'" + k + "'"
+	}
+	return fmt.Sprintf("SELECT e.key AS k, e.value.v AS v FROM /%s.entrySet e WHERE e.key IN SET(%s)", region, strings.Join(quoted, ", "))
+}
+
+// parseMultiGet reads {"<region>":[{"v":N} or null, ...]}, n values.
+func parseMultiGet(b []byte, region string, n int) ([]int64, error) {
+	var doc map[string][]json.RawMessage
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	raw, ok := doc[region]
+	if !ok || len(doc) != 1 || len(raw) != n {
+		return nil, fmt.Errorf("want {%q: [%d values]}, got %s", region, n, b)
+	}
+	out := make([]int64, n)
+	for i, r := range raw {
+		if string(r) == "null" {
+			continue
+		}
+		v, err := parseValue(r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// parseQueryRows reads a query's rows into the value of each of keys
+// (Absent where no row names it); a row for another key, or a key named
+// twice, is an error.
+func parseQueryRows(b []byte, keys []string) ([]int64, error) {
+	var rows []struct {
+		K *string `json:"k"`
+		V *int64  `json:"v"`
+	}
+	if err := json.Unmarshal(b, &rows); err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(keys))
+	done := make([]bool, len(keys))
+	for _, r := range rows {
+		if r.K == nil || r.V == nil {
+			return nil, fmt.Errorf("a row without k or v in %s", b)
+		}
+		i := slices.Index(keys, *r.K)
+		if i < 0 || done[i] {
+			return nil, fmt.Errorf("row for %q unasked for or repeated in %s", *r.K, b)
+		}
+		out[i], done[i] = *r.V, true
+	}
+	return out, nil
+}
 
 // parseValue reads {"v":N}.
 func parseValue(b []byte) (int64, error) {

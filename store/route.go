@@ -311,7 +311,7 @@ func (s *Store) applySplit(ctx context.Context, keys []string, mk func(idx []int
 		_, err := s.applyTo(ctx, gid, mk(by[gid]))
 		return err
 	})
-	return firstError(errs)
+	return writeError(errs)
 }
 
 // precheck validates a multi-group REPLACE, CAS or DELETE against a

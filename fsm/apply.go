@@ -33,6 +33,9 @@ func newHandlers() *handlers {
 		OpClearPart:     (*state).clearPart,
 		OpSetMeta:       (*state).setMeta,
 		OpBatch:         nil, // FSM.applyBatchCommand
+		OpStage:         (*state).stageChunk,
+		OpCommitStaged:  nil, // FSM.commitStaged
+		OpDropStaged:    (*state).dropStaged,
 	}
 }
 

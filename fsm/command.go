@@ -40,11 +40,19 @@ type Command struct {
 	// OpBatch: the encoded sub-commands, each a batchable op. They are
 	// decoded when applied; DecodeCommand checks their structure.
 	Batch [][]byte
+	// OpStage, OpCommitStaged, OpDropStaged (stage.go): the staged
+	// command's ID; the chunk's number (OpStage) or the number of chunks
+	// (OpCommitStaged); the chunk; the whole command's size and CRC-32C.
+	StageID   uint64
+	StageSeq  uint64
+	StageData []byte
+	StageSize uint64
+	StageSum  uint32
 }
 
 // version is the format version Encode writes for c.
 func (c *Command) version() byte {
-	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch || c.Op == OpClearPart {
+	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch || c.Op == OpClearPart || c.Op.staging() {
 		return commandV2
 	}
 	return commandV1
@@ -69,6 +77,19 @@ func (c *Command) Encode(dst []byte) []byte {
 			dst = appendBytes(dst, sub)
 		}
 		return dst
+	}
+	switch c.Op {
+	case OpStage:
+		dst = binary.AppendUvarint(dst, c.StageID)
+		dst = binary.AppendUvarint(dst, c.StageSeq)
+		return appendBytes(dst, c.StageData)
+	case OpCommitStaged:
+		dst = binary.AppendUvarint(dst, c.StageID)
+		dst = binary.AppendUvarint(dst, c.StageSeq)
+		dst = binary.AppendUvarint(dst, c.StageSize)
+		return binary.AppendUvarint(dst, uint64(c.StageSum))
+	case OpDropStaged:
+		return binary.AppendUvarint(dst, c.StageID)
 	}
 	dst = appendString(dst, c.Region)
 	if v == commandV2 {
@@ -116,6 +137,7 @@ func (c *Command) sizeHint() int {
 	for _, b := range c.Batch {
 		n += prefix + len(b)
 	}
+	n += 5*prefix + len(c.StageData)
 	return n
 }
 
@@ -186,6 +208,29 @@ func decodeCommand(d decoder) (Command, error) {
 			if !sc.Op.Batchable() {
 				return Command{}, fmt.Errorf("fsm: decode %v command: sub-command %d is %v, which cannot be batched", op, i, sc.Op)
 			}
+		}
+		return c, nil
+	}
+	if op.staging() {
+		if d.err == nil && v != commandV2 {
+			return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV2)
+		}
+		c := Command{Op: op, StageID: d.uvarint("stage id", "")}
+		switch op {
+		case OpStage:
+			c.StageSeq = d.uvarint("chunk number", "")
+			c.StageData = d.raw("chunk")
+		case OpCommitStaged:
+			c.StageSeq = d.uvarint("chunk", " count")
+			c.StageSize = d.uvarint("staged size", "")
+			sum := d.uvarint("staged checksum", "")
+			if d.err == nil && sum > 1<<32-1 {
+				d.fail("staged checksum %d is not 32 bits", sum)
+			}
+			c.StageSum = uint32(sum)
+		}
+		if err := d.finish(); err != nil {
+			return Command{}, fmt.Errorf("fsm: decode %v command: %w", op, err)
 		}
 		return c, nil
 	}

@@ -209,13 +209,17 @@ func (f *FSM) applyLocked(l *raft.Log, c *Command) (res interface{}, err error) 
 	}()
 	switch l.Type {
 	case raft.LogCommand:
+		f.st.expireStage(l.Index)
 		var r *Result
-		if c.Op == OpBatch {
+		switch c.Op {
+		case OpBatch:
 			r, err = f.applyBatchCommand(c, l)
 			if err != nil {
 				return nil, err
 			}
-		} else {
+		case OpCommitStaged:
+			r = f.commitStaged(c, l.Index)
+		default:
 			r = f.ops[c.Op](f.st, c, l.Index)
 		}
 		f.applied.set(l.Index)

@@ -19,11 +19,15 @@ const (
 	OpSetMeta       Op = 9  // MetaKey, MetaVersion (expected), MetaValue: compare-and-set of versioned metadata
 	OpBatch         Op = 10 // Batch: encoded entry commands (put .. delete) applied in order as one entry
 	OpClearPart     Op = 11 // Region, RegionID (non-zero): remove every entry of a partition group's part of the region
+	// 12 is delete-if.
+	OpStage        Op = 13 // StageID, StageSeq, StageData: one chunk of a large command (see stage.go)
+	OpCommitStaged Op = 14 // StageID, StageSeq (chunk count), StageSize, StageSum: apply the command the staged chunks make up
+	OpDropStaged   Op = 15 // StageID: forget an unfinished staged command
 )
 
 // maxOp is the highest Op this build knows; the dispatch table has one slot
 // per value up to it.
-const maxOp = OpClearPart
+const maxOp = OpDropStaged
 
 // String returns the operation's name as it appears in error messages and in
 // the golden file names (testdata/golden/<name>.bin).
@@ -51,14 +55,24 @@ func (o Op) String() string {
 		return "batch"
 	case OpClearPart:
 		return "clear-part"
+	case OpStage:
+		return "stage"
+	case OpCommitStaged:
+		return "commit-staged"
+	case OpDropStaged:
+		return "drop-staged"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
 
 // known reports whether this build can decode and apply o.
-func (o Op) known() bool { return o >= OpCreateRegion && o <= maxOp }
+func (o Op) known() bool { return o >= OpCreateRegion && o <= maxOp && o != 12 }
 
 // Batchable reports whether o may be a sub-command of OpBatch: entry
 // commands only. Region and metadata commands use the log index as an ID or
 // version, which the sub-commands of a batch share.
 func (o Op) Batchable() bool { return o >= OpPut && o <= OpDelete }
+
+// staging reports whether o is one of the ops that carry a large command in
+// chunks (stage.go).
+func (o Op) staging() bool { return o == OpStage || o == OpCommitStaged || o == OpDropStaged }

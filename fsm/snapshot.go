@@ -48,6 +48,12 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, fmt.Errorf("fsm: no snapshot of a halted state machine: %w", h)
 	}
 	f.mu.Lock()
+	if st := f.st.stage; st != nil {
+		f.mu.Unlock()
+		// Raft tries again at its next snapshot interval; the chunks are
+		// in the log until then (see stage.go).
+		return nil, fmt.Errorf("fsm: no snapshot while a staged command (%d chunks so far) waits for its commit", len(st.chunks))
+	}
 	s := &snapshot{
 		applied: f.applied.index.Load(),
 		lastKey: f.st.lastKey,

@@ -31,6 +31,9 @@ type state struct {
 	// of that name keeps. Configuration like keyFilter: the indexes are
 	// derived from the entries, never in snapshots, rebuilt by Restore.
 	indexDefs map[string][]index.Def
+	// stage holds the chunks of a staged command until its commit
+	// (stage.go). Never in snapshots: Snapshot refuses while it is set.
+	stage *staging
 	// lastKey is the last number handed out as a generated key. It is one
 	// counter for the whole group, so generated keys never repeat across
 	// regions, and it travels in snapshots so every replica continues it.

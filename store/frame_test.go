@@ -417,3 +417,32 @@ func TestNoPipelinedReplication(t *testing.T) {
 		t.Fatalf("AppendEntriesPipeline: %v; want pipelining disabled", err)
 	}
 }
+
+// TestLargeCommandIsStaged: a command over stageAbove travels as chunks of
+// fsm.StageChunkBytes plus a commit (one 100 MiB entry used to cost every
+// follower seconds of quadratic decoding, and the leader its lease), and is
+// applied whole on every replica.
+func TestLargeCommandIsStaged(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	tc.tune = func(c *Config) { c.MaxFrameBytes = FrameLimit(64 << 20) }
+	for _, name := range names("n", 3) {
+		tc.start(name)
+	}
+	leader := tc.leader()
+	mustCreate(t, leader.Store, "r", region.Replicate)
+	ctx := ctxT(t, 60*time.Second)
+	v := bigValue(9 << 20)
+	before := leader.control().raft.LastIndex()
+	if err := tc.followers(leader)[0].Put(ctx, "r", []region.Entry{{Key: "big", Value: v}}); err != nil {
+		t.Fatalf("9 MiB put through a follower: %v", err)
+	}
+	if n := leader.control().raft.LastIndex() - before; n < 10 {
+		t.Errorf("the 9 MiB put took %d log entries, want 9 chunks and a commit", n)
+	}
+	for _, n := range tc.running() {
+		vals, err := n.Get(ctx, region.Linearizable, "r", []string{"big"})
+		if err != nil || !bytes.Equal(vals[0], v) {
+			t.Errorf("%s: %d bytes, %v; want the 9 MiB value", n.name, len(vals[0]), err)
+		}
+	}
+}

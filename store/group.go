@@ -88,6 +88,10 @@ func orDefault[T comparable](v, d T) T {
 	return v
 }
 
+// logCacheEntries is how many of the latest log entries each group keeps
+// decoded in memory (see openGroup).
+const logCacheEntries = 512
+
 // group is one Raft group hosted on this node: its state machine, log and
 // snapshot stores, transport, and the read-index machinery.
 type group struct {
@@ -100,6 +104,8 @@ type group struct {
 
 	reads *readIndexer
 	batch *batcher
+	// staging admits one staged command at a time (stage.go).
+	staging chan struct{}
 	// readyTerm is the term in which this node, as leader, completed a
 	// barrier: from then on its FSM holds every entry committed by earlier
 	// leaders, so it may serve linearizable reads.
@@ -202,7 +208,22 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		}
 	}
 	f := fsm.New(fo)
-	r, err := raft.NewRaft(cfg, f, logs, logs, snaps, trans)
+	// The leader reads the entry before each AppendEntries (for its term)
+	// and the entries it sends from the log store. raft-boltdb decodes a
+	// stored entry with go-msgpack, which reads a byte slice in 256 KiB
+	// steps, copying all it has read at each step: quadratic, ~1 s of
+	// memmove for a 100 MiB entry, on every replication round that touched
+	// it. That stalled a leader past its lease after each large write, for
+	// as long as the entry was the last one (issue 16's 100 MiB write lost
+	// leadership every time). A cache of the latest entries (as Consul
+	// keeps) serves those reads from memory.
+	cached, err := raft.NewLogCache(logCacheEntries, logs)
+	if err != nil {
+		_ = trans.Close()
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft group %d: log cache: %w", gid, err)
+	}
+	r, err := raft.NewRaft(cfg, f, cached, logs, snaps, trans)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
@@ -218,6 +239,7 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		changed: make(chan struct{}),
 		stop:    make(chan struct{}),
 		obsCh:   make(chan raft.Observation, 16),
+		staging: make(chan struct{}, 1),
 	}
 	g.reads = newReadIndexer(g, confirm)
 	g.batch = newBatcher(g)

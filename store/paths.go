@@ -106,6 +106,9 @@ func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Res
 			return nil, ctxErr(ctx, "apply", nil)
 		}
 	}
+	if len(data) > stageAbove {
+		return s.applyStaged(ctx, g, data, timeout)
+	}
 	if op.Batchable() {
 		return g.batch.apply(ctx, data)
 	}

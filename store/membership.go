@@ -297,12 +297,24 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 	}
 }
 
-// caughtUp asks a non-voter how far it has applied the control group.
+// caughtUp asks a non-voter how far it has applied group g. It asks at the
+// address gossip gives for the member now (the recorded one when gossip has
+// none), and believes only an answer from that member: containers and pods
+// restart on shuffled addresses, so the recorded address may now be another
+// member's, whose progress says nothing about this one's.
 func (s *Store) caughtUp(g *group, srv raft.Server) bool {
+	addr, _ := splitRaftAddr(srv.Address)
+	if live, ok := s.liveAddr(string(srv.ID)); ok {
+		addr = live
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	ns, err := s.client.status(ctx, string(srv.Address))
+	ns, err := s.client.status(ctx, addr)
 	if err != nil {
+		return false
+	}
+	if ns.Name != string(srv.ID) {
+		s.logger.Debug("not promoting: another member answers at its address", "member", string(srv.ID), "address", addr, "answered", ns.Name)
 		return false
 	}
 	leaderIdx := g.fsm.AppliedIndex()

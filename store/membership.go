@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -326,8 +327,17 @@ func (s *Store) caughtUp(g *group, srv raft.Server) bool {
 	return false
 }
 
+// groupName is how log lines name a Raft group.
+func groupName(gid uint64) string {
+	if gid == controlGroup {
+		return "the control group"
+	}
+	return "partition group " + strconv.FormatUint(gid, 10)
+}
+
 // removeServer removes id from the group's configuration; this node must be
-// the leader. It never removes the last voter.
+// the leader. It never removes the last voter. Any group: the leave RPC
+// names the group it is for.
 func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) error {
 	if id == "" {
 		return fmt.Errorf("remove server: %w: empty server id", region.ErrInvalid)
@@ -359,7 +369,7 @@ func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) e
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	s.logger.Info("removing member from the control group", "member", id, "reason", reason)
+	s.logger.Info("removing member from "+groupName(g.id), "member", id, "group", g.id, "reason", reason)
 	if err := await(g.raft.RemoveServer(raft.ServerID(id), 0, timeout), raftOpTimeout, s.stop); err != nil {
 		return fmt.Errorf("remove %s from group %d: %w", id, g.id, raftErr(err))
 	}

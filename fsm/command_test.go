@@ -42,7 +42,8 @@ func goldenCommands() []Command {
 }
 
 // goldenCommandsV2 holds commands that need format version 2: partition
-// group commands (with a region ID) and set-meta. Their encodings in
+// group commands (with a region ID), set-meta, and the ops added after
+// version 1 (batch, clear-part, delete-if). Their encodings in
 // testdata/golden/v2-<op>.bin pin version 2.
 func goldenCommandsV2() []Command {
 	return []Command{
@@ -54,6 +55,10 @@ func goldenCommandsV2() []Command {
 		{Op: OpCAS, Region: "orders", RegionID: 5, Pairs: []region.CASPair{{Key: "k", Old: []byte(`{"v":1}`), New: []byte(`{"v":2}`)}}},
 		{Op: OpDestroyRegion, Region: "orders", RegionID: 1 << 40},
 		{Op: OpClearPart, Region: "events", RegionID: 7},
+		{Op: OpDeleteIf, Region: "orders", Entries: []region.Entry{
+			{Key: "k1", Value: []byte(`{"v":1}`)},
+			{Key: "日本", Value: []byte(`{}`)},
+		}},
 		{Op: OpSetMeta, MetaKey: "partition/table", MetaVersion: 42, MetaValue: []byte(`{"replicationFactor":3,"groups":[]}`)},
 		{Op: OpBatch, Batch: [][]byte{
 			(&Command{Op: OpPut, Region: "orders", Entries: entries("a", `{"v":1}`)}).Encode(nil),
@@ -64,8 +69,8 @@ func goldenCommandsV2() []Command {
 
 func TestCommandGolden(t *testing.T) {
 	cmds := goldenCommands()
-	if len(cmds) != int(maxOp)-3 {
-		t.Fatalf("goldenCommands has %d commands, want one per version-1 op (%d)", len(cmds), maxOp-3)
+	if len(cmds) != int(OpClear) {
+		t.Fatalf("goldenCommands has %d commands, want one per version-1 op (%d)", len(cmds), OpClear)
 	}
 	type named struct {
 		name string
@@ -163,7 +168,8 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"version 0", []byte{0, 3, 0}, "format version 0"},
 		{"version 3", []byte{3, 3, 0}, "format version 3"},
 		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
-		{"op 12", []byte{1, 12, 0}, "unknown op 12"},
+		{"op 13", []byte{1, 13, 0}, "unknown op 13"},
+		{"delete-if in version 1", []byte{1, byte(OpDeleteIf), 1, 'r', 1, 1, 'k', 2, '{', '}'}, "needs format version 2"},
 		{"clear-part in version 1", []byte{1, 11, 0}, "needs format version 2"},
 		{"batch in version 1", []byte{1, byte(OpBatch), 0}, "needs format version 2"},
 		{"empty batch", []byte{2, byte(OpBatch), 0}, "empty batch"},

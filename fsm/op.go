@@ -19,11 +19,12 @@ const (
 	OpSetMeta       Op = 9  // MetaKey, MetaVersion (expected), MetaValue: compare-and-set of versioned metadata
 	OpBatch         Op = 10 // Batch: encoded entry commands (put .. delete) applied in order as one entry
 	OpClearPart     Op = 11 // Region, RegionID (non-zero): remove every entry of a partition group's part of the region
+	OpDeleteIf      Op = 12 // Region, RegionID (0 in group 0), Entries (1..n): delete every key whose current value is exactly Value (byte for byte); every key must exist and match, else nothing changes
 )
 
 // maxOp is the highest Op this build knows; the dispatch table has one slot
 // per value up to it.
-const maxOp = OpClearPart
+const maxOp = OpDeleteIf
 
 // String returns the operation's name as it appears in error messages and in
 // the golden file names (testdata/golden/<name>.bin).
@@ -51,6 +52,8 @@ func (o Op) String() string {
 		return "batch"
 	case OpClearPart:
 		return "clear-part"
+	case OpDeleteIf:
+		return "delete-if"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/kvnode/kvnode/region"
@@ -31,6 +32,7 @@ func newHandlers() *handlers {
 		OpDelete:        (*state).delete,
 		OpClear:         (*state).clear,
 		OpClearPart:     (*state).clearPart,
+		OpDeleteIf:      (*state).deleteIf,
 		OpSetMeta:       (*state).setMeta,
 		OpBatch:         nil, // FSM.applyBatchCommand
 		OpStage:         (*state).stageChunk,
@@ -217,6 +219,45 @@ func (s *state) delete(c *Command, _ uint64) *Result {
 	}
 	for _, k := range c.Keys {
 		r.del(k)
+	}
+	return &Result{}
+}
+
+// deleteIf removes every key whose current value is exactly the one given,
+// only if every key exists and matches. A caller that read a value removes
+// that value and nothing newer with it (the functions' region.remove, which
+// returns what it removed): a missing key is ErrKeyNotFound, another value a
+// *region.ConflictError with ErrCASMismatch and the current value, which
+// the caller can retry against. Values are compared byte for byte, not as
+// JSON: the caller must get back exactly the bytes it removed.
+func (s *state) deleteIf(c *Command, _ uint64) *Result {
+	if len(c.Entries) == 0 {
+		return invalid(c, "the command has no entries")
+	}
+	for i, e := range c.Entries {
+		if e.Key == "" {
+			return invalid(c, "entry %d has an empty key", i)
+		}
+		if len(e.Value) == 0 {
+			return invalid(c, "entry %d (key %q) has an empty expected value", i, e.Key)
+		}
+	}
+	r, err := s.target(c.Region, c.RegionID)
+	if err != nil {
+		return refuse(err)
+	}
+	for _, e := range c.Entries {
+		if !r.has(e.Key) {
+			return refuse(fmt.Errorf("region %q: key %q: %w", c.Region, e.Key, region.ErrKeyNotFound))
+		}
+	}
+	for _, e := range c.Entries {
+		if cur, _ := r.get(e.Key); !bytes.Equal(cur, e.Value) {
+			return refuse(&region.ConflictError{Err: region.ErrCASMismatch, Key: e.Key, Current: cur})
+		}
+	}
+	for _, e := range c.Entries {
+		r.del(e.Key)
 	}
 	return &Result{}
 }

@@ -140,6 +140,27 @@ func TestApply(t *testing.T) {
 			wantErr: region.ErrRegionNotFound},
 		{name: "delete no keys", cmd: Command{Op: OpDelete, Region: "orders"}, wantErr: region.ErrInvalid},
 
+		// delete-if
+		{name: "delete-if matching", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":1}`)},
+			want: "orders(REPLICATE) b={\"n\":2,\"tags\":[\"x\"]}\nparts(PARTITION) x={}\n"},
+		{name: "delete-if all", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("b", `{"n":2,"tags":["x"]}`, "a", `{"n":1}`)},
+			want: "orders(REPLICATE)\nparts(PARTITION) x={}\n"},
+		{name: "delete-if compares bytes, not JSON", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("b", `{"tags":["x"],"n":2}`)},
+			wantErr:      region.ErrCASMismatch,
+			wantConflict: &region.ConflictError{Err: region.ErrCASMismatch, Key: "b", Current: []byte(`{"n":2,"tags":["x"]}`)}},
+		{name: "delete-if second entry mismatches", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":1}`, "b", `{"n":2}`)},
+			wantErr:      region.ErrCASMismatch,
+			wantConflict: &region.ConflictError{Err: region.ErrCASMismatch, Key: "b", Current: []byte(`{"n":2,"tags":["x"]}`)}},
+		{name: "delete-if missing key reported before mismatch", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":7}`, "zz", `{}`)},
+			wantErr: region.ErrKeyNotFound, wantMsg: `key "zz"`},
+		{name: "delete-if unknown region", cmd: Command{Op: OpDeleteIf, Region: "nope", Entries: entries("a", `{}`)},
+			wantErr: region.ErrRegionNotFound},
+		{name: "delete-if no entries", cmd: Command{Op: OpDeleteIf, Region: "orders"}, wantErr: region.ErrInvalid},
+		{name: "delete-if empty key", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("", `{}`)},
+			wantErr: region.ErrInvalid, wantMsg: "entry 0"},
+		{name: "delete-if empty expected value", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("a", ``)},
+			wantErr: region.ErrInvalid},
+
 		// clear
 		{name: "clear replicate", cmd: Command{Op: OpClear, Region: "orders"},
 			want: "orders(REPLICATE)\nparts(PARTITION) x={}\n"},

@@ -13,7 +13,8 @@ import (
 // cluster lives, so a new layout gets a new version and this build keeps
 // decoding the old ones. Version 1 encodes every command it can express
 // (no region ID, no metadata); version 2 adds the region ID of partition
-// groups and the set-meta op. The encoder picks the lowest version that can
+// groups and every op added since (set-meta, batch, clear-part, delete-if),
+// which have only a version-2 encoding. The encoder picks the lowest version that can
 // express a command, and the decoder refuses a version-2 encoding of a
 // command version 1 can express, so every command has exactly one encoding.
 const (
@@ -26,7 +27,7 @@ type Command struct {
 	Op      Op
 	Region  string
 	Kind    region.Kind      // OpCreateRegion only
-	Entries []region.Entry   // OpPut, OpPutIfAbsent, OpReplace
+	Entries []region.Entry   // OpPut, OpPutIfAbsent, OpReplace, OpDeleteIf (the value each key must have)
 	Pairs   []region.CASPair // OpCAS
 	Keys    []string         // OpDelete
 	// RegionID is non-zero in commands for a partition group: group 0's
@@ -52,7 +53,7 @@ type Command struct {
 
 // version is the format version Encode writes for c.
 func (c *Command) version() byte {
-	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch || c.Op == OpClearPart || c.Op.staging() {
+	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch || c.Op == OpClearPart || c.Op == OpDeleteIf || c.Op.staging() {
 		return commandV2
 	}
 	return commandV1
@@ -98,7 +99,7 @@ func (c *Command) Encode(dst []byte) []byte {
 	switch c.Op {
 	case OpCreateRegion:
 		dst = appendString(dst, string(c.Kind))
-	case OpPut, OpPutIfAbsent, OpReplace:
+	case OpPut, OpPutIfAbsent, OpReplace, OpDeleteIf:
 		dst = binary.AppendUvarint(dst, uint64(len(c.Entries)))
 		for _, e := range c.Entries {
 			dst = appendString(dst, e.Key)
@@ -140,6 +141,11 @@ func (c *Command) sizeHint() int {
 	n += 5*prefix + len(c.StageData)
 	return n
 }
+
+// v2Only reports whether op, with a region name, has only a version-2
+// encoding: ops added after version 1 (whose layout is frozen) carry the
+// region id even when it is 0.
+func v2Only(op Op) bool { return op == OpClearPart || op == OpDeleteIf }
 
 // DecodeCommand parses one encoded command. Keys and values in the result
 // are copies: they never alias b, so a state machine that keeps a value does
@@ -234,22 +240,23 @@ func decodeCommand(d decoder) (Command, error) {
 		}
 		return c, nil
 	}
-	if op == OpClearPart && d.err == nil && v != commandV2 {
+	if v2Only(op) && d.err == nil && v != commandV2 {
 		return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV2)
 	}
 	c := Command{Op: op, Region: d.str("region name")}
 	if v == commandV2 {
 		c.RegionID = d.uvarint("region id", "")
-		// clear-part has only a version-2 form, so its (invalid, refused
-		// by Apply) region id 0 must still decode.
-		if d.err == nil && c.RegionID == 0 && op != OpClearPart {
+		// clear-part and delete-if have only a version-2 form, so their
+		// region id 0 (invalid for clear-part, refused by Apply; group 0's
+		// regions for delete-if) must still decode.
+		if d.err == nil && c.RegionID == 0 && !v2Only(op) {
 			d.fail("region id 0 in a version 2 command: version 1 encodes it")
 		}
 	}
 	switch op {
 	case OpCreateRegion:
 		c.Kind = region.Kind(d.str("region kind"))
-	case OpPut, OpPutIfAbsent, OpReplace:
+	case OpPut, OpPutIfAbsent, OpReplace, OpDeleteIf:
 		// An entry is at least two one-byte lengths.
 		if n := d.count("entry", 2); n > 0 {
 			c.Entries = make([]region.Entry, n)

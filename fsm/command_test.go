@@ -44,7 +44,8 @@ func goldenCommands() []Command {
 }
 
 // goldenCommandsV2 holds commands that need format version 2: partition
-// group commands (with a region ID) and set-meta. Their encodings in
+// group commands (with a region ID), set-meta, and the ops added after
+// version 1 (batch, clear-part, delete-if). Their encodings in
 // testdata/golden/v2-<op>.bin pin version 2.
 func goldenCommandsV2() []Command {
 	return []Command{
@@ -56,6 +57,10 @@ func goldenCommandsV2() []Command {
 		{Op: OpCAS, Region: "orders", RegionID: 5, Pairs: []region.CASPair{{Key: "k", Old: []byte(`{"v":1}`), New: []byte(`{"v":2}`)}}},
 		{Op: OpDestroyRegion, Region: "orders", RegionID: 1 << 40},
 		{Op: OpClearPart, Region: "events", RegionID: 7},
+		{Op: OpDeleteIf, Region: "orders", Entries: []region.Entry{
+			{Key: "k1", Value: []byte(`{"v":1}`)},
+			{Key: "日本", Value: []byte(`{}`)},
+		}},
 		{Op: OpSetMeta, MetaKey: "partition/table", MetaVersion: 42, MetaValue: []byte(`{"replicationFactor":3,"groups":[]}`)},
 		{Op: OpBatch, Batch: [][]byte{
 			(&Command{Op: OpPut, Region: "orders", Entries: entries("a", `{"v":1}`)}).Encode(nil),
@@ -168,7 +173,9 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"version 0", []byte{0, 3, 0}, "format version 0"},
 		{"version 3", []byte{3, 3, 0}, "format version 3"},
 		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
-		{"op 12", []byte{1, 12, 0}, "unknown op 12"},
+		{"op 16", []byte{1, 16, 0}, "unknown op 16"},
+		{"stage in version 1", []byte{1, byte(OpStage), 1, 0, 0}, "needs format version 2"},
+		{"delete-if in version 1", []byte{1, byte(OpDeleteIf), 1, 'r', 1, 1, 'k', 2, '{', '}'}, "needs format version 2"},
 		{"clear-part in version 1", []byte{1, 11, 0}, "needs format version 2"},
 		{"batch in version 1", []byte{1, byte(OpBatch), 0}, "needs format version 2"},
 		{"empty batch", []byte{2, byte(OpBatch), 0}, "empty batch"},

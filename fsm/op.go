@@ -19,10 +19,10 @@ const (
 	OpSetMeta       Op = 9  // MetaKey, MetaVersion (expected), MetaValue: compare-and-set of versioned metadata
 	OpBatch         Op = 10 // Batch: encoded entry commands (put .. delete) applied in order as one entry
 	OpClearPart     Op = 11 // Region, RegionID (non-zero): remove every entry of a partition group's part of the region
-	// 12 is delete-if.
-	OpStage        Op = 13 // StageID, StageSeq, StageData: one chunk of a large command (see stage.go)
-	OpCommitStaged Op = 14 // StageID, StageSeq (chunk count), StageSize, StageSum: apply the command the staged chunks make up
-	OpDropStaged   Op = 15 // StageID: forget an unfinished staged command
+	OpDeleteIf      Op = 12 // Region, RegionID (0 in group 0), Entries (1..n): delete every key whose current value is exactly Value (byte for byte); every key must exist and match, else nothing changes
+	OpStage         Op = 13 // StageID, StageSeq, StageData: one chunk of a large command (see stage.go)
+	OpCommitStaged  Op = 14 // StageID, StageSeq (chunk count), StageSize, StageSum: apply the command the staged chunks make up
+	OpDropStaged    Op = 15 // StageID: forget an unfinished staged command
 )
 
 // maxOp is the highest Op this build knows; the dispatch table has one slot
@@ -55,6 +55,8 @@ func (o Op) String() string {
 		return "batch"
 	case OpClearPart:
 		return "clear-part"
+	case OpDeleteIf:
+		return "delete-if"
 	case OpStage:
 		return "stage"
 	case OpCommitStaged:
@@ -66,7 +68,7 @@ func (o Op) String() string {
 }
 
 // known reports whether this build can decode and apply o.
-func (o Op) known() bool { return o >= OpCreateRegion && o <= maxOp && o != 12 }
+func (o Op) known() bool { return o >= OpCreateRegion && o <= maxOp }
 
 // Batchable reports whether o may be a sub-command of OpBatch: entry
 // commands only. Region and metadata commands use the log index as an ID or

@@ -96,7 +96,9 @@ type Data interface {
 	// Replace stores newValue if the current value equals old (JSON
 	// equality) and reports whether it did.
 	Replace(ctx context.Context, region, key string, old, newValue json.RawMessage) (bool, error)
-	// Remove deletes the key and returns the value it had (nil if absent).
+	// Remove deletes the key and returns the value it had (nil if absent),
+	// atomically: the value returned is the one deleted, even when others
+	// write the key meanwhile.
 	Remove(ctx context.Context, region, key string) (json.RawMessage, error)
 	// Count is the number of entries of the region.
 	Count(ctx context.Context, region string) (int, error)

@@ -99,6 +99,18 @@ func causeOf(err error, c echo.Context) string {
 	return http.StatusText(he.Code)
 }
 
+// statusClientClosedRequest is nginx's non-standard status for a request
+// whose client went away before the answer.
+const statusClientClosedRequest = 499
+
+// clientGone reports whether err is the request's own context being
+// canceled because the client disconnected (net/http cancels it when the
+// connection closes). A context.Canceled from anything else, with the
+// client still there, stays a server error.
+func clientGone(err error, req *http.Request) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(req.Context().Err(), context.Canceled)
+}
+
 // handleError is Echo's HTTPErrorHandler: every error answer is
 // {"cause":"..."} with the status from errorStatuses, plus Retry-After on
 // 503 (the cluster may have a leader a moment later) and Allow on 405.
@@ -106,6 +118,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	req := c.Request()
 	if c.Response().Committed {
 		s.log.Warn("error after the response was sent", "method", req.Method, "path", req.URL.EscapedPath(), "error", err)
+		return
+	}
+	if clientGone(err, req) {
+		// Nobody is left to read an answer, and nothing failed on our side:
+		// not a server error. The status is nginx's 499 (client closed
+		// request), for the access log; the client never sees it.
+		s.log.Debug("client disconnected before the answer", "method", req.Method, "path", req.URL.EscapedPath(), "error", err)
+		c.Response().WriteHeader(statusClientClosedRequest)
 		return
 	}
 	status := statusOf(err)

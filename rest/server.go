@@ -149,9 +149,14 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 			// And so has running a function (--function-timeout).
 			timeout = s.cfg.FunctionTimeout
 		}
-		ctx, cancel := context.WithTimeout(c.Request().Context(), timeout)
+		req := c.Request()
+		ctx, cancel := context.WithTimeout(req.Context(), timeout)
 		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
+		c.SetRequest(req.WithContext(ctx))
+		// The error handler runs after this returns, when ctx is canceled
+		// whatever happened: give it the client's own context, which tells
+		// whether the client went away.
+		defer c.SetRequest(req)
 		return next(c)
 	}
 }

@@ -55,17 +55,32 @@ func (s *Store) CreateIndex(ctx context.Context, regionName string, def region.I
 	if err != nil {
 		return fmt.Errorf("encode index definition: %w", err)
 	}
-	res, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: indexKey(regionName, def.Name), MetaValue: raw})
-	if errors.Is(err, region.ErrVersionConflict) {
-		g0 := s.control()
-		cur, _, _ := g0.fsm.Meta(indexKey(regionName, def.Name))
-		return &region.ConflictError{Err: region.ErrKeyExists, Key: def.Name, Current: cur}
+	key := indexKey(regionName, def.Name)
+	for {
+		res, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaValue: raw})
+		if err == nil {
+			s.awaitIndexBuilds(ctx, res.Version)
+			return nil
+		}
+		if !errors.Is(err, region.ErrVersionConflict) {
+			return err
+		}
+		if s.indexConflictHook != nil {
+			s.indexConflictHook()
+		}
+		// The conflict was decided by the leader; this node may not have
+		// applied the definition yet, the definition may have been deleted
+		// since, and the store may be closing: read it linearizably.
+		cur, ok, err := s.MetaGet(ctx, region.Linearizable, key)
+		if err != nil {
+			return fmt.Errorf("index %q on region %q exists; reading its definition: %w", def.Name, regionName, err)
+		}
+		if ok {
+			return &region.ConflictError{Err: region.ErrKeyExists, Key: def.Name, Current: cur}
+		}
+		// Deleted between the conflict and the read: the name is free, so
+		// the create is tried again.
 	}
-	if err != nil {
-		return err
-	}
-	s.awaitIndexBuilds(ctx, res.Version)
-	return nil
 }
 
 // awaitIndexBuilds waits, as long as ctx allows, until this node's

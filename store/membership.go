@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -297,12 +298,24 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 	}
 }
 
-// caughtUp asks a non-voter how far it has applied the control group.
+// caughtUp asks a non-voter how far it has applied group g. It asks at the
+// address gossip gives for the member now (the recorded one when gossip has
+// none), and believes only an answer from that member: containers and pods
+// restart on shuffled addresses, so the recorded address may now be another
+// member's, whose progress says nothing about this one's.
 func (s *Store) caughtUp(g *group, srv raft.Server) bool {
+	addr, _ := splitRaftAddr(srv.Address)
+	if live, ok := s.liveAddr(string(srv.ID)); ok {
+		addr = live
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	ns, err := s.client.status(ctx, string(srv.Address))
+	ns, err := s.client.status(ctx, addr)
 	if err != nil {
+		return false
+	}
+	if ns.Name != string(srv.ID) {
+		s.logger.Debug("not promoting: another member answers at its address", "member", string(srv.ID), "address", addr, "answered", ns.Name)
 		return false
 	}
 	leaderIdx := g.fsm.AppliedIndex()
@@ -314,8 +327,17 @@ func (s *Store) caughtUp(g *group, srv raft.Server) bool {
 	return false
 }
 
+// groupName is how log lines name a Raft group.
+func groupName(gid uint64) string {
+	if gid == controlGroup {
+		return "the control group"
+	}
+	return "partition group " + strconv.FormatUint(gid, 10)
+}
+
 // removeServer removes id from the group's configuration; this node must be
-// the leader. It never removes the last voter.
+// the leader. It never removes the last voter. Any group: the leave RPC
+// names the group it is for.
 func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) error {
 	if id == "" {
 		return fmt.Errorf("remove server: %w: empty server id", region.ErrInvalid)
@@ -347,7 +369,7 @@ func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) e
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	s.logger.Info("removing member from the control group", "member", id, "reason", reason)
+	s.logger.Info("removing member from "+groupName(g.id), "member", id, "group", g.id, "reason", reason)
 	if err := await(g.raft.RemoveServer(raft.ServerID(id), 0, timeout), raftOpTimeout, s.stop); err != nil {
 		return fmt.Errorf("remove %s from group %d: %w", id, g.id, raftErr(err))
 	}

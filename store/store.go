@@ -154,6 +154,11 @@ type Store struct {
 	// queries caches compiled queries by text (see CompileQuery).
 	queries queryCache
 
+	// indexConflictHook, when set (tests only), runs in CreateIndex between
+	// a name conflict and the read of the definition that caused it, so a
+	// test can delete the index or close the store in that window.
+	indexConflictHook func()
+
 	started   time.Time
 	stopOnce  sync.Once
 	stop      chan struct{}
@@ -394,12 +399,30 @@ func (s *Store) Leader() string {
 	return id
 }
 
-// WaitLeader waits until the control group has a leader or ctx ends.
+// WaitLeader waits until the control group has a leader, ctx ends or the
+// store is closed. A closed store has no control group to wait on (Close
+// empties the groups), and one closed during the wait will never see a
+// leader: both are errClosed at once, not a wait until ctx's deadline.
 func (s *Store) WaitLeader(ctx context.Context) error {
 	g := s.control()
+	if g == nil {
+		return fmt.Errorf("wait for leader: %w", errClosed)
+	}
+	wait, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-wait.Done():
+		}
+	}()
 	for {
-		if g.waitLeader(ctx, time.Hour) {
+		if g.waitLeader(wait, time.Hour) {
 			return nil
+		}
+		if s.closed() {
+			return fmt.Errorf("wait for leader: %w", errClosed)
 		}
 		if ctx.Err() != nil {
 			return ctxErr(ctx, "wait for leader", nil)

@@ -32,6 +32,8 @@ type inProcess struct {
 	tune func(name string, cfg *Config)
 	// resolver, when set, resolves --join names (see dnsjoin_test.go).
 	resolver *net.Resolver
+	// logger, when set, gives each node its logger (see logtap_test.go).
+	logger func(name string) *slog.Logger
 }
 
 func newInProcess(t *testing.T) *inProcess {
@@ -90,7 +92,11 @@ func (ip *inProcess) start(name string, expect int) *node {
 	}
 	opts := testOptions()
 	opts.resolver = ip.resolver
-	n, err := startNode(context.Background(), cfg, opts, nodeLogger(name))
+	logger := nodeLogger(name)
+	if ip.logger != nil {
+		logger = ip.logger(name)
+	}
+	n, err := startNode(context.Background(), cfg, opts, logger)
 	if err != nil {
 		ip.t.Fatalf("start %s: %v", name, err)
 	}

@@ -108,18 +108,9 @@ func (d functionData) Replace(ctx context.Context, name, key string, old, newVal
 	return false, err
 }
 
+// Remove is atomic (store.Remove): the value returned is the one removed.
 func (d functionData) Remove(ctx context.Context, name, key string) (json.RawMessage, error) {
-	old, err := d.Get(ctx, name, key)
-	if err != nil || old == nil {
-		return nil, err
-	}
-	if err := d.store.Delete(ctx, name, []string{key}); err != nil {
-		if errors.Is(err, region.ErrKeyNotFound) {
-			return nil, nil // removed by someone else in between
-		}
-		return nil, err
-	}
-	return old, nil
+	return d.store.Remove(ctx, name, key)
 }
 
 func (d functionData) Count(ctx context.Context, name string) (int, error) {

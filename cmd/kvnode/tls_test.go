@@ -106,6 +106,8 @@ func TestMutualTLSCluster(t *testing.T) {
 	otherKey := base64.StdEncoding.EncodeToString(key)
 
 	ip := newInProcess(t)
+	logs := &logTap{}
+	ip.logger = logs.logger
 	ip.tune = func(name string, cfg *Config) {
 		signer := ca
 		if name == "rogue" {
@@ -170,9 +172,33 @@ func TestMutualTLSCluster(t *testing.T) {
 
 	// A member whose certificate another CA signed gossips (it has the
 	// key) but cannot talk Raft or RPC: it never gets the data, and
-	// writes through it fail.
+	// writes through it fail. Proof that it could have got the data: the
+	// leader took it into the control group (as a non-voter, from gossip)
+	// and tried to replicate to it, and the TLS handshake refused it.
 	rogue := ip.start("rogue", 3)
-	time.Sleep(3 * time.Second) // time enough to have been added and replicated to, were it trusted
+	var leader *node
+	waitUntil(t, 30*time.Second, "the leader to add the rogue member to the control group", func() bool {
+		for _, name := range []string{"a", "b", "c"} {
+			n := ip.nodes[name]
+			if !n.store.IsLeader() {
+				continue
+			}
+			_, servers, err := n.store.Configuration()
+			for _, srv := range servers {
+				if err == nil && srv.ID == "rogue" {
+					leader = n
+					return true
+				}
+			}
+		}
+		return false
+	})
+	waitUntil(t, 30*time.Second, "the leader's replication to the rogue member to fail on its certificate", func() bool {
+		return logs.seen(leader.cfg.Name, "failed to appendEntries to", "rogue", "certificate")
+	})
+	if gs := rogue.store.Status().Groups; len(gs) != 1 || gs[0].HasState || gs[0].AppliedIndex != 0 {
+		t.Errorf("the member with a foreign certificate has Raft state %+v, want none", gs)
+	}
 	if status, _ := httpsCall(rogue, "GET", "/kv/v1/orders/ka?consistency=stale", ""); status == 200 {
 		t.Error("the member with a foreign certificate received the data")
 	}
@@ -183,9 +209,21 @@ func TestMutualTLSCluster(t *testing.T) {
 		t.Errorf("the rogue write is in the cluster (GET = %d)", status)
 	}
 
-	// A member with another gossip key does not join.
+	// A member with another gossip key does not join. Proof that it
+	// tried: its join failed, and a member refused its message because no
+	// key could decrypt it.
 	stranger := ip.start("stranger", 3)
-	time.Sleep(2 * time.Second)
+	waitUntil(t, 30*time.Second, "the member with another gossip key to fail to join", func() bool {
+		return logs.seen("stranger", "join failed")
+	})
+	waitUntil(t, 30*time.Second, "a member to refuse the stranger's gossip for its key", func() bool {
+		for _, name := range []string{"a", "b", "c", "rogue"} {
+			if logs.seen(name, "memberlist: failed to receive", "no installed keys could decrypt") {
+				return true
+			}
+		}
+		return false
+	})
 	_, servers := httpsCall(stranger, "GET", "/kv/v1/servers", "")
 	if strings.Count(servers, "https://") != 1 {
 		t.Errorf("the member with another gossip key sees %s, want only itself", servers)

@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/region"
+)
+
+// Remove deletes key and returns the value it deleted, nil when there was
+// none. It is atomic: it reads the value, then deletes the key only if it
+// still holds exactly that value (fsm.OpDeleteIf). When a write came in
+// between, the refusal carries the newer value and the delete is tried
+// against that one; when a delete came in between, the key is absent and
+// the answer is nil. So the value returned is always the one removed, and
+// a value written after the read is never removed unseen. A read followed
+// by a plain delete had neither property.
+//
+// Under a steady stream of writes to the key each attempt may lose the
+// race again; ctx bounds the retries.
+func (s *Store) Remove(ctx context.Context, name, key string) (json.RawMessage, error) {
+	vals, err := s.Get(ctx, region.Linearizable, name, []string{key})
+	if err != nil {
+		return nil, err
+	}
+	old := vals[0]
+	for old != nil {
+		err := s.deleteIf(ctx, name, region.Entry{Key: key, Value: old})
+		var ce *region.ConflictError
+		switch {
+		case err == nil:
+			return old, nil
+		case errors.Is(err, region.ErrKeyNotFound):
+			return nil, nil
+		case errors.Is(err, region.ErrCASMismatch) && errors.As(err, &ce) && ce.Current != nil:
+			old = ce.Current
+		default:
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("remove %s/%s: the value kept changing: %w", name, key, err)
+		}
+	}
+	return nil, nil
+}
+
+// deleteIf deletes e.Key if it holds exactly e.Value (see fsm.OpDeleteIf).
+func (s *Store) deleteIf(ctx context.Context, name string, e region.Entry) error {
+	_, err := withRegion(ctx, s, name, region.Linearizable, func(ref regionRef) (none, error) {
+		gid, cmd := controlGroup, &fsm.Command{Op: fsm.OpDeleteIf, Region: name, Entries: []region.Entry{e}}
+		if ref.kind == region.Partition {
+			p, err := s.partitions(ctx)
+			if err != nil {
+				return none{}, err
+			}
+			gid, cmd.RegionID = partition.GroupForKey(e.Key, p), ref.id
+		}
+		_, err := s.applyTo(ctx, gid, cmd)
+		return none{}, err
+	})
+	return err
+}

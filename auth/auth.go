@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -232,7 +231,7 @@ type Authenticator struct {
 
 // Load reads the security file at path.
 func Load(path string) (*Authenticator, error) {
-	a := &Authenticator{path: path, limiter: newLimiter(10, time.Minute)}
+	a := &Authenticator{path: path, limiter: newLimiter(10, time.Minute, failingClients, time.Now)}
 	dummy, err := bcrypt.GenerateFromPassword([]byte("kvnode-unknown-user"), bcrypt.DefaultCost)
 	if err != nil {
 		return nil, err
@@ -246,7 +245,7 @@ func Load(path string) (*Authenticator, error) {
 
 // New returns an Authenticator over a parsed file (no path to reload).
 func New(f *File) *Authenticator {
-	a := &Authenticator{limiter: newLimiter(10, time.Minute)}
+	a := &Authenticator{limiter: newLimiter(10, time.Minute, failingClients, time.Now)}
 	a.dummy, _ = bcrypt.GenerateFromPassword([]byte("kvnode-unknown-user"), bcrypt.MinCost)
 	a.current.Store(compile(f))
 	return a
@@ -256,7 +255,7 @@ func New(f *File) *Authenticator {
 // window before it is refused for the rest of the window (default 10 per
 // minute).
 func (a *Authenticator) SetFailureLimit(max int, per time.Duration) {
-	a.limiter = newLimiter(max, per)
+	a.limiter = newLimiter(max, per, failingClients, time.Now)
 }
 
 // Reload reads the file again; on any error the loaded one stays in force.
@@ -280,8 +279,8 @@ func (a *Authenticator) Reload() error {
 // Authenticate checks a user name and password from client (an address,
 // for the failed-login limit) and returns the principal.
 func (a *Authenticator) Authenticate(client, name, password string) (*Principal, error) {
-	if !a.limiter.allow(client) {
-		return nil, fmt.Errorf("%w from %s: try again later", ErrThrottled, client)
+	if retry, ok := a.limiter.allow(client); !ok {
+		return nil, &ThrottledError{Client: client, RetryAfter: retry}
 	}
 	acc := a.current.Load().byName[name]
 	sum := sha256.Sum256([]byte(password))
@@ -298,57 +297,4 @@ func (a *Authenticator) Authenticate(client, name, password string) (*Principal,
 	}
 	a.limiter.fail(client)
 	return nil, fmt.Errorf("%w: wrong user name or password", ErrUnauthenticated)
-}
-
-// limiter counts failed logins per client in fixed windows.
-type limiter struct {
-	max    int
-	window time.Duration
-
-	mu       sync.Mutex
-	failures map[string]*window
-}
-
-type window struct {
-	start time.Time
-	n     int
-}
-
-func newLimiter(max int, per time.Duration) *limiter {
-	return &limiter{max: max, window: per, failures: map[string]*window{}}
-}
-
-// allow reports whether client may try to log in now.
-func (l *limiter) allow(client string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.failures[client]
-	if w == nil {
-		return true
-	}
-	if time.Since(w.start) > l.window {
-		delete(l.failures, client)
-		return true
-	}
-	return w.n < l.max
-}
-
-// fail records a failed login.
-func (l *limiter) fail(client string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.failures) > 100_000 {
-		// Bound the memory a flood of addresses can take.
-		for k, w := range l.failures {
-			if time.Since(w.start) > l.window {
-				delete(l.failures, k)
-			}
-		}
-	}
-	w := l.failures[client]
-	if w == nil || time.Since(w.start) > l.window {
-		w = &window{start: time.Now()}
-		l.failures[client] = w
-	}
-	w.n++
 }

@@ -8,4 +8,10 @@
 // every request: a password that verified once is remembered as its
 // SHA-256 for its user, and later requests compare that in constant time.
 // Reloading the file forgets every remembered password.
+//
+// Failed logins are counted per client address (10 a minute, then 429
+// until the minute is over) in a table of bounded size whose operations
+// are O(1), so that a flood from many addresses can neither exhaust memory
+// nor stall logins; limiter's doc says why it is an LRU and what an
+// attacker with many addresses can and cannot do with it.
 package auth

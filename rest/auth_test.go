@@ -271,3 +271,27 @@ func TestFailedLoginsAreThrottled(t *testing.T) {
 		t.Fatalf("another client is throttled too: %v", err)
 	}
 }
+
+// TestThrottledAnswer: over HTTP, a throttled client gets 429 with a
+// Retry-After of the seconds left in its failed-login window (here 90 s,
+// not a fixed minute), and the right password does not help.
+func TestThrottledAnswer(t *testing.T) {
+	a := auth.New(securityFile(t))
+	a.SetFailureLimit(2, 90*time.Second)
+	srv := httptest.NewServer(New(Config{Auth: a}, newTestStore(t), fixedMembers{"http://10.0.0.1:8080"}, fixedCluster{}).Handler())
+	t.Cleanup(srv.Close)
+	bad := &testServer{base: srv.URL, user: "admin", password: "wrong"}
+	for i := 0; i < 2; i++ {
+		expect{status: 401, cause: "wrong user name or password"}.check(t, bad, bad.do(t, "GET", "/kv/v1", "", ""))
+	}
+	good := &testServer{base: srv.URL, user: "admin", password: "admin-pw"}
+	r := good.do(t, "GET", "/kv/v1", "", "")
+	if r.status != http.StatusTooManyRequests {
+		t.Fatalf("status after 2 failures = %d, want 429 (body %s)", r.status, r.body)
+	}
+	checkCause(t, r, "too many failed logins")
+	// The window opened at the first failure, a moment ago: 89 or 90 s are left.
+	if got := r.header.Get("Retry-After"); got != "90" && got != "89" {
+		t.Errorf("Retry-After = %q, want the 90 s window's remaining seconds (89 or 90)", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -113,7 +114,8 @@ func clientGone(err error, req *http.Request) bool {
 
 // handleError is Echo's HTTPErrorHandler: every error answer is
 // {"cause":"..."} with the status from errorStatuses, plus Retry-After on
-// 503 (the cluster may have a leader a moment later) and Allow on 405.
+// 503 (the cluster may have a leader a moment later) and on 429 (when the
+// client's failed-login window ends), and Allow on 405.
 func (s *Server) handleError(err error, c echo.Context) {
 	req := c.Request()
 	if c.Response().Committed {
@@ -134,7 +136,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case http.StatusUnauthorized:
 		h.Set(echo.HeaderWWWAuthenticate, `Basic realm="kvnode"`)
 	case http.StatusTooManyRequests:
-		h.Set(headerRetryAfter, "60")
+		retry := "60" // the default failed-login window
+		if te := (*auth.ThrottledError)(nil); errors.As(err, &te) {
+			retry = strconv.Itoa(te.RetryAfterSeconds())
+		}
+		h.Set(headerRetryAfter, retry)
 	case http.StatusServiceUnavailable:
 		h.Set(headerRetryAfter, "1")
 	case http.StatusMethodNotAllowed:

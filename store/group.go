@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/internal/durable"
 )
 
 // RaftConfig tunes every Raft group of the node. Zero fields take the
@@ -131,8 +131,8 @@ var _ net.Addr = stringAddr("")
 // openGroup opens (or creates) the group's stores under dir and starts its
 // Raft instance. It does not bootstrap.
 func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.ServerAddressProvider, rc RaftConfig, logger *slog.Logger, fo fsm.Options, confirm confirmFunc) (*group, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("raft group %d: create %s: %w", gid, dir, err)
+	if err := durable.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
 	logs, err := raftboltdb.New(raftboltdb.Options{
 		Path: filepath.Join(dir, "raft.db"),
@@ -155,6 +155,12 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 	if err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: open snapshot store: %w", gid, err)
+	}
+	// bbolt fsyncs raft.db and the snapshot store its snapshots, but
+	// neither the directory entries they create here.
+	if err := durable.SyncDir(dir); err != nil {
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer,

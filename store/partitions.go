@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/internal/durable"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -72,19 +73,22 @@ func (s *Store) openPartition(gid uint64, p int) (*group, error) {
 		return nil, errClosed
 	}
 	dir := s.groupDir(gid)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := durable.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("partition group %d: %w", gid, err)
 	}
-	info := groupInfo{ID: gid, Partitions: p}
-	path := filepath.Join(dir, groupInfoFile)
-	if data, err := os.ReadFile(path); err == nil {
-		var old groupInfo
-		if err := json.Unmarshal(data, &old); err != nil || old.ID != gid || old.Partitions < 1 {
-			return nil, fmt.Errorf("partition group %d: %s is damaged: %v", gid, path, err)
+	info, found, err := readGroupInfo(dir, gid)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		info = groupInfo{ID: gid, Partitions: p}
+		data, err := json.Marshal(info)
+		if err != nil {
+			return nil, fmt.Errorf("partition group %d: %w", gid, err)
 		}
-		info = old
-	} else if err := writeFileAtomic(path, mustJSON(info)); err != nil {
-		return nil, fmt.Errorf("partition group %d: %w", gid, err)
+		if err := durable.WriteFile(filepath.Join(dir, groupInfoFile), data, 0o640); err != nil {
+			return nil, fmt.Errorf("partition group %d: %w", gid, err)
+		}
 	}
 	ln, err := s.mux.groupListener(gid)
 	if err != nil {
@@ -104,9 +108,13 @@ func (s *Store) openPartition(gid uint64, p int) (*group, error) {
 
 // openExistingPartitions reopens, at start, every partition group that has
 // a dir: the node hosted it before and may still be a member, whatever
-// group 0 (which catches up only once it has a leader) says yet.
+// group 0 (which catches up only once it has a leader) says yet. A damaged
+// group.json stops the start (readGroupInfo); an empty group dir, whose
+// creation a crash cut short, waits for the table to open it; the remains
+// of a deletion a crash cut short are deleted.
 func (s *Store) openExistingPartitions() error {
-	entries, err := os.ReadDir(filepath.Join(s.cfg.DataDir, "raft"))
+	raftDir := filepath.Join(s.cfg.DataDir, raftDirName)
+	entries, err := os.ReadDir(raftDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -114,18 +122,24 @@ func (s *Store) openExistingPartitions() error {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), groupDirPrefix) {
 			continue
 		}
+		if strings.HasSuffix(e.Name(), droppedSuffix) {
+			if err := os.RemoveAll(filepath.Join(raftDir, e.Name())); err != nil {
+				return fmt.Errorf("delete the dropped partition group dir %s: %w", e.Name(), err)
+			}
+			s.logger.Info("deleted the rest of a dropped partition group", "dir", e.Name())
+			continue
+		}
 		gid, err := strconv.ParseUint(strings.TrimPrefix(e.Name(), groupDirPrefix), 10, 64)
 		if err != nil || gid == controlGroup {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(s.groupDir(gid), groupInfoFile))
+		info, found, err := readGroupInfo(s.groupDir(gid), gid)
 		if err != nil {
-			s.logger.Warn("ignoring a partition group dir without group.json", "dir", e.Name(), "error", err)
-			continue
+			return err
 		}
-		var info groupInfo
-		if err := json.Unmarshal(data, &info); err != nil {
-			return fmt.Errorf("partition group %d: damaged %s: %w", gid, groupInfoFile, err)
+		if !found {
+			s.logger.Info("an empty partition group dir: its creation was cut short; the partition table reopens it if this node hosts the group", "dir", e.Name())
+			continue
 		}
 		if _, err := s.openPartition(gid, info.Partitions); err != nil {
 			return err
@@ -147,7 +161,18 @@ func (s *Store) dropPartition(g *group) {
 	if err := g.close(); err != nil {
 		s.logger.Warn("closing a dropped partition group", "group", g.id, "error", err)
 	}
-	if err := os.RemoveAll(s.groupDir(g.id)); err != nil {
+	// Rename, then delete: a crash in the middle of the deletion must not
+	// leave a group dir with some of its files (group.json, say) gone.
+	dir := s.groupDir(g.id)
+	dropped := dir + droppedSuffix
+	if err := os.RemoveAll(dropped); err != nil {
+		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
+	}
+	if err := os.Rename(dir, dropped); err != nil {
+		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
+	} else if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
+		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
+	} else if err := os.RemoveAll(dropped); err != nil {
 		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
 	}
 	s.logger.Info("partition group dropped: it moved to other members", "group", g.id)
@@ -487,21 +512,4 @@ func (s *Store) place(g0 *group) {
 	for _, ch := range partition.Diff(t, next) {
 		s.logger.Info("partition placement", "group", ch.Group, "change", ch.Kind, "member", ch.Member)
 	}
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// writeFileAtomic writes data to path through a temporary file and rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o640); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -10,10 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,35 +218,6 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("reopen partition groups: %w", err)
 	}
 	return s, nil
-}
-
-// claimDataDir creates dir and records which node owns it, refusing a data
-// dir that belongs to another node name: reusing it would give this node
-// another member's Raft identity and log.
-func claimDataDir(dir, name string) error {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("create data dir %s: %w", dir, err)
-	}
-	path := filepath.Join(dir, "node-name")
-	data, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if owner := strings.TrimSpace(string(data)); owner != name {
-			return fmt.Errorf("data dir %s belongs to node %q, not %q: start with --name %s or use another --data-dir", dir, owner, name, owner)
-		}
-		return nil
-	case errors.Is(err, os.ErrNotExist):
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(name+"\n"), 0o640); err != nil {
-			return fmt.Errorf("record node name in %s: %w", dir, err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return fmt.Errorf("record node name in %s: %w", dir, err)
-		}
-		return nil
-	default:
-		return fmt.Errorf("read %s: %w", path, err)
-	}
 }
 
 // Start begins serving the internal port and the background loops:

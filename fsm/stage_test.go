@@ -89,7 +89,10 @@ func TestStagedCommandIncomplete(t *testing.T) {
 			n.applyRaw(StageCommand(7, data)[0])
 			return n.applyRaw(e[2], e[3])
 		}},
-		{"dropped", func(n *node, e [][]byte) *Result { n.applyRaw(e[0], e[1], e[2], DropStaged(99)); return n.applyRaw(e[3]) }},
+		{"dropped", func(n *node, e [][]byte) *Result {
+			n.applyRaw(e[0], e[1], e[2], DropStaged(99))
+			return n.applyRaw(e[3])
+		}},
 		{"expired", func(n *node, e [][]byte) *Result {
 			n.applyRaw(e[0], e[1], e[2])
 			for i := 0; i <= maxStageGap; i++ {

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/partition"
@@ -402,19 +400,6 @@ func TestBatcherDropsCommandsWhoseCallerGaveUp(t *testing.T) {
 		}
 	default:
 		t.Error("the dropped command's caller got no answer")
-	}
-}
-
-// TestNoPipelinedReplication: groups replicate without hashicorp/raft's
-// AppendEntries pipeline, which can deadlock (see openGroup): a replica then
-// never receives another entry and Shutdown hangs (a store test's cleanup
-// did, for 9 minutes).
-func TestNoPipelinedReplication(t *testing.T) {
-	tc := newTestCluster(t, 1)
-	n := tc.start("n1")
-	_, err := n.control().trans.AppendEntriesPipeline("n2", "127.0.0.1:1")
-	if !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
-		t.Fatalf("AppendEntriesPipeline: %v; want pipelining disabled", err)
 	}
 }
 

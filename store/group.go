@@ -170,17 +170,23 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		MaxPool:               4,
 		Timeout:               10 * time.Second,
 		Logger:                hl,
-		// No pipelined replication. hashicorp/raft 1.7.3's pipeline can
-		// deadlock: when a follower answers an AppendEntries with
-		// Success=false, the decoder goroutine returns while the sender
-		// may already be parked handing the next request to it; the
-		// pipeline is never closed, that follower never receives another
-		// entry (heartbeats still flow, so nobody notices), and Shutdown
-		// waits for the parked goroutine for ever. A store test's cleanup
-		// hung on exactly that under load. HashiCorp measured pipelining
-		// to bring little with batching (raft PR #541); with it off every
-		// AppendEntries to a follower waits for the previous answer.
-		MaxRPCsInFlight: 1,
+		// Pipelined replication with room for 16 requests in flight, not
+		// the default 2. hashicorp/raft 1.7.3's pipeline can deadlock:
+		// when a follower answers Success=false, the pipeline's decoder
+		// returns while the sender, picking at random between "decoder
+		// done" and "more to send", may send again and park handing the
+		// request to the decoder, which is parked handing back the last
+		// answer. With the default 2 the channels between them are
+		// unbuffered and one unlucky pick parks the sender for good: that
+		// follower never receives another entry (heartbeats still flow)
+		// and Shutdown waits for ever; a store test's cleanup hung 9
+		// minutes there (stack: pipelineSend -> netPipeline.AppendEntries).
+		// With 16 the sender would have to lose the pick ~29 times in a
+		// row. Turning pipelining off (1) also avoids it, but makes a data
+		// race of hashicorp/raft (updateLastAppended reads the peer that an
+		// address change rewrites) frequent: 2 of 6 runs of
+		// TestRestartWithShuffledAddresses under -race, against 0 of 6.
+		MaxRPCsInFlight: 16,
 	})
 
 	rc = rc.withDefaults()

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -452,9 +453,20 @@ func (s *Store) Leave(ctx context.Context) error {
 func (s *Store) drainPartitions(ctx context.Context) error {
 	start, lastReport := time.Now(), time.Now()
 	transferred := map[uint64]time.Time{}
+	var lastAsked time.Time
+	out := map[uint64]bool{} // groups whose leader no longer counts us
 	for {
+		if time.Since(lastAsked) > time.Second {
+			lastAsked = time.Now()
+			for gid := range s.removedByLeaders(ctx) {
+				out[gid] = true
+			}
+		}
 		var inside []uint64
 		for _, g := range s.localGroups() {
+			if out[g.id] {
+				continue
+			}
 			if g.id == controlGroup || !g.hasState() {
 				continue
 			}
@@ -508,6 +520,36 @@ func (s *Store) drainPartitions(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// removedByLeaders asks every alive member for its status and returns the
+// partition groups whose leader has committed a configuration without this
+// node. A member removed from a group may never hear of it: the leader stops
+// replicating to it as soon as it appends the change, and its best-effort
+// last send can fail; its own copy of the configuration then names it for
+// ever (seen: TestScaleDownTwoAtOnce waited 30 s for such a group).
+func (s *Store) removedByLeaders(ctx context.Context) map[uint64]bool {
+	out := map[uint64]bool{}
+	for name, addr := range s.internalAddrs() {
+		if name == s.name {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		ns, err := s.client.status(cctx, addr)
+		cancel()
+		if err != nil || ns.Name != name {
+			continue
+		}
+		for _, gs := range ns.Groups {
+			if gs.ID == controlGroup || gs.State != raft.Leader.String() || gs.CommitIndex < gs.ConfigIndex {
+				continue
+			}
+			if !slices.Contains(gs.Voters, s.name) && !slices.Contains(gs.NonVoters, s.name) {
+				out[gs.ID] = true
+			}
+		}
+	}
+	return out
 }
 
 // drainSelfRemoveAfter is how long a leaving member waits for the groups'

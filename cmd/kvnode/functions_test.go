@@ -261,7 +261,7 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 	if d := time.Since(start); d > 6*time.Second {
 		t.Errorf("the runaway script was stopped after %v, want about 2s", d)
 	}
-	deploy(t, a, "hog", `function execute(ctx) { var a = []; for (;;) { a.push("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + a.length); } }`, `,"timeout":"20s"`, 201)
+	deploy(t, a, "hog", `function execute(ctx) { var a = [], s = "x"; for (;;) { if (s.length < 1048576) { s = s + s; } a.push(s + a.length); } }`, `,"timeout":"20s"`, 201)
 	r = call(t, c, "POST", "/kv/v1/functions/hog?onMembers=c", "")
 	if r.status != 500 || !strings.Contains(r.body, "stopped") {
 		t.Errorf("hog = %d %s, want 500 saying it was stopped", r.status, r.body)

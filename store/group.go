@@ -88,6 +88,47 @@ func orDefault[T comparable](v, d T) T {
 	return v
 }
 
+// stableStore is the group's Raft stable store (term and vote, in the log
+// store's bbolt file) that drops writes once the group is closed.
+// hashicorp/raft answers heartbeats on the transport's connection
+// goroutines, which Shutdown does not wait for: a heartbeat from a later
+// term that arrived just before Shutdown saves the new term after it, and
+// raft panics when that save fails, which it did once the bbolt file was
+// closed ("failed to save current term: database not open", a store test's
+// cleanup took the whole test binary down). Dropping that save is safe: the
+// group is gone, and a heartbeat never casts a vote, so a restarted member
+// that comes back with the older term cannot vote twice in the later one.
+type stableStore struct {
+	raft.StableStore
+	mu     sync.RWMutex // writes hold it shared; close waits for them
+	closed bool
+}
+
+func (s *stableStore) Set(key, val []byte) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil
+	}
+	return s.StableStore.Set(key, val)
+}
+
+func (s *stableStore) SetUint64(key []byte, val uint64) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil
+	}
+	return s.StableStore.SetUint64(key, val)
+}
+
+// close makes later writes no-ops, once the writes under way are done.
+func (s *stableStore) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
 // logCacheEntries is how many of the latest log entries each group keeps
 // decoded in memory (see openGroup).
 const logCacheEntries = 512
@@ -100,6 +141,7 @@ type group struct {
 	fsm    *fsm.FSM
 	trans  *raft.NetworkTransport
 	logs   *raftboltdb.BoltStore
+	stable *stableStore
 	logger *slog.Logger
 
 	reads *readIndexer
@@ -235,7 +277,8 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: log cache: %w", gid, err)
 	}
-	r, err := raft.NewRaft(cfg, f, cached, logs, snaps, trans)
+	stable := &stableStore{StableStore: logs}
+	r, err := raft.NewRaft(cfg, f, cached, stable, snaps, trans)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
@@ -247,6 +290,7 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		fsm:     f,
 		trans:   trans,
 		logs:    logs,
+		stable:  stable,
 		logger:  logger.With("group", gid),
 		changed: make(chan struct{}),
 		stop:    make(chan struct{}),
@@ -347,6 +391,7 @@ func (g *group) close() error {
 	close(g.stop)
 	g.wg.Wait()
 	err := g.raft.Shutdown().Error()
+	g.stable.close()
 	err = errors.Join(err, g.trans.Close(), g.logs.Close())
 	if err != nil {
 		return fmt.Errorf("raft group %d: close: %w", g.id, err)

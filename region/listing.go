@@ -29,7 +29,8 @@ type Listing interface {
 	// are all of the listing's keys.
 	Peek() (keys []string, all bool)
 	// Next returns the next entry, or false at the end or on an error.
-	// Values are shared with the store: do not modify them.
+	// The value is valid until the next call of Next (a listing may reuse
+	// its memory) and must not be modified; the key stays valid.
 	Next() (Entry, bool)
 	// Err is the error that ended Next early, nil at the true end.
 	Err() error

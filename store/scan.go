@@ -617,6 +617,12 @@ type remoteSource struct {
 	headAll bool
 	got     uint64
 	done    bool
+	// vals are two value buffers used in turn: the entry the merge holds
+	// as this source's current one, and the one it returned last, which
+	// stays valid until the next call of Next (region.Listing). Reusing
+	// them keeps a long listing from making garbage of every value.
+	vals [2][]byte
+	turn int
 }
 
 // broken wraps a failure to read the stream.
@@ -705,9 +711,12 @@ func (s *remoteSource) next() (region.Entry, bool, error) {
 			if n > maxScanValue {
 				return region.Entry{}, false, s.broken(fmt.Errorf("value of %d bytes", n))
 			}
-			if e.Value, err = readValue(s.r, n); err != nil {
+			buf, err := readValue(s.r, n, s.vals[s.turn][:0])
+			if err != nil {
 				return region.Entry{}, false, s.broken(err)
 			}
+			s.vals[s.turn], s.turn = buf, 1-s.turn
+			e.Value = buf
 		}
 		s.got++
 		return e, true, nil
@@ -741,21 +750,25 @@ func (s *remoteSource) next() (region.Entry, bool, error) {
 	return region.Entry{}, false, s.broken(fmt.Errorf("unknown frame %q", tag))
 }
 
-// readValue reads a value of n bytes. Up to 1 MiB it is allocated at
-// once; a larger one grows as its bytes arrive, so a corrupt length costs
-// no more memory than the data actually sent (as in fsm's Restore).
-func readValue(r io.Reader, n uint64) (json.RawMessage, error) {
-	if n <= 1<<20 {
-		v := make(json.RawMessage, n)
-		_, err := io.ReadFull(r, v)
-		return v, err
+// readValue reads a value of n bytes into buf (from its start), growing it
+// when needed. Up to 1 MiB it grows at once; past that it grows as the
+// bytes arrive, so a corrupt length costs no more memory than the data
+// actually sent (as in fsm's Restore).
+func readValue(r io.Reader, n uint64, buf []byte) ([]byte, error) {
+	if n <= 1<<20 || uint64(cap(buf)) >= n {
+		if uint64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		_, err := io.ReadFull(r, buf)
+		return buf, err
 	}
-	var buf bytes.Buffer
-	got, err := io.CopyN(&buf, r, int64(n))
+	b := bytes.NewBuffer(buf)
+	got, err := io.CopyN(b, r, int64(n))
 	if err == io.EOF || (err == nil && uint64(got) < n) {
 		err = io.ErrUnexpectedEOF
 	}
-	return buf.Bytes(), err
+	return b.Bytes(), err
 }
 
 // close drops the connection of a stream not read to its end (the member's

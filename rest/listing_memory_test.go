@@ -151,34 +151,55 @@ func TestListingStopsWhenClientGoesAway(t *testing.T) {
 	const n = 100_000
 	st := newTestStore(t)
 	ts := serve(t, Config{RequestTimeout: 2 * time.Minute}, st, nil)
+	// A server whose deadline ends a listing that a client stops reading
+	// without going away.
+	short := serve(t, Config{RequestTimeout: time.Second}, st, nil)
 	for _, kind := range []region.Kind{region.Replicate, region.Partition} {
 		name := strings.ToLower(string(kind))
 		bigRegion(t, st, name, kind, n)
 		for _, path := range []string{"/kv/v1/" + name + "/keys", "/kv/v1/" + name + "?limit=ALL"} {
 			t.Run(path, func(t *testing.T) {
-				conn, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer conn.Close()
-				if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
-					t.Fatal(err)
-				}
-				head := make([]byte, 512)
-				if _, err := io.ReadFull(conn, head); err != nil {
-					t.Fatalf("read the start of the answer: %v", err)
-				}
-				if !bytes.HasPrefix(head, []byte("HTTP/1.1 200")) {
-					t.Fatalf("answer starts %q", head[:40])
-				}
-				// The client reads no more: the handler fills the socket
-				// buffers and waits.
-				waitFor(t, 10*time.Second, "the listing handler to be blocked on the client", func() bool { return listingGoroutines() == 1 })
+				conn := stalledListing(t, ts, path)
 				_ = conn.Close()
 				waitFor(t, 5*time.Second, "the listing handler to end after the client left", func() bool { return listingGoroutines() == 0 })
 			})
+			t.Run(path+" past the deadline", func(t *testing.T) {
+				conn := stalledListing(t, short, path)
+				defer conn.Close()
+				waitFor(t, 10*time.Second, "the listing handler to end at its deadline, the client still there", func() bool { return listingGoroutines() == 0 })
+				// What the client can still read is an incomplete answer.
+				_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+				rest, _ := io.ReadAll(conn)
+				if bytes.HasSuffix(rest, []byte("0\r\n\r\n")) {
+					t.Errorf("the answer ended with the last chunk, as a complete one does")
+				}
+			})
 		}
 	}
+}
+
+// stalledListing sends GET path on a raw connection, reads the start of the
+// answer and then stops reading, until the handler is blocked writing.
+func stalledListing(t *testing.T, ts *testServer, path string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 512)
+	if _, err := io.ReadFull(conn, head); err != nil {
+		t.Fatalf("read the start of the answer: %v", err)
+	}
+	if !bytes.HasPrefix(head, []byte("HTTP/1.1 200")) {
+		t.Fatalf("answer starts %q", head[:40])
+	}
+	// The client reads no more: the handler fills the socket buffers and
+	// waits.
+	waitFor(t, 10*time.Second, "the listing handler to be blocked on the client", func() bool { return listingGoroutines() == 1 })
+	return conn
 }
 
 // waitFor polls cond until it holds or timeout passes.

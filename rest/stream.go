@@ -34,7 +34,9 @@ const streamBuffer = 32 << 10
 func (s *Server) streamList(c echo.Context, ls region.Listing, open []byte, item func(w *bufio.Writer, e region.Entry) error) error {
 	resp := c.Response()
 	// A client that stops reading blocks the writes; the request's
-	// deadline must end them as it ends everything else.
+	// deadline must end them as it ends everything else. (net/http clears
+	// the write deadline after each request, so a kept-alive connection
+	// does not keep it.)
 	if dl, ok := c.Request().Context().Deadline(); ok {
 		_ = http.NewResponseController(resp).SetWriteDeadline(dl)
 	}

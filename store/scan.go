@@ -442,7 +442,9 @@ func (r *rpcServer) scan(w http.ResponseWriter, req *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	// A reader that stops reading blocks our writes; the deadline ends
-	// them too, not just the context checks between entries.
+	// them too, not just the context checks between entries. (net/http
+	// clears a connection's write deadline after each request, so a pooled
+	// connection does not keep it.)
 	if dl, ok := ctx.Deadline(); ok {
 		_ = rc.SetWriteDeadline(dl)
 	}

@@ -33,4 +33,26 @@
 //     lacks: such a request answers 405 or 404, not a region operation.
 //   - GET /kv/v1/{region} sends Content-Location only when it returns at
 //     least one value; an empty list has no keys to name.
+//   - Region listings (GET /kv/v1/{region}?limit= and GET
+//     /kv/v1/{region}/keys) are streamed from copy-on-write snapshots of the
+//     groups' B-trees, merged in key order, through a 32 KiB buffer: a
+//     node's memory does not grow with the region (stream.go). The bytes
+//     are those of the whole answer built at once.
+//   - Departure from rest-details.md: Content-Location names the listed
+//     keys only while that URL's path (/kv/v1/{region}/k1,k2,...) is at
+//     most MaxURLBytes (96 KiB), the longest request target this server
+//     accepts; a longer one is left out. It is exact whenever present.
+//     Naming a million keys would be a header of megabytes, which clients
+//     refuse (curl stops at 100 KiB, Go at 10 MiB), and a URL no server
+//     would serve. Deciding needs the keys before the body: the store peeks
+//     at most 96 KiB of them from the same snapshots the body comes from.
+//   - A listing that fails after its 200 and part of its body were sent (a
+//     member serving part of a partitioned region dies, the deadline
+//     passes) aborts the connection: the chunked body ends without its last
+//     chunk, so the client sees an incomplete answer, never a well-formed
+//     one that lacks entries. A listing, like every request, must finish
+//     within the request deadline (--request-timeout): raise it to list
+//     very large regions over slow links.
+//   - GET /kv/v1/{region}/keys answers with Geode's Location:
+//     <base>/kv/v1/{region}/keys.
 package rest

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -35,8 +36,10 @@ func (s *Server) listRegions(c echo.Context) error {
 }
 
 // listEntries is GET /kv/v1/{region}?limit=: {"<region>":[values]} in key
-// order, with Content-Location naming the keys of the values in order.
-// When no value is returned there is no key list to name, and so no
+// order, streamed (stream.go), with Content-Location naming the keys of the
+// values in order when that URL is one this server would accept
+// (MaxURLBytes); see the package doc for why a longer one is left out. When
+// no value is returned there is no key list to name, and so no
 // Content-Location.
 func (s *Server) listEntries(c echo.Context) error {
 	name, err := pathParam(c, "region")
@@ -51,23 +54,36 @@ func (s *Server) listEntries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.store.List(c.Request().Context(), cons, name, limit)
+	quoted, err := marshal(name)
 	if err != nil {
 		return err
 	}
-	keys := make([]string, len(entries))
-	values := make([]json.RawMessage, len(entries))
-	for i, e := range entries {
-		keys[i], values[i] = e.Key, e.Value
-	}
-	body, err := regionValues(name, values)
+	ls, err := s.store.OpenList(c.Request().Context(), cons, name, region.ListOptions{Limit: limit, PeekBytes: MaxURLBytes})
 	if err != nil {
 		return err
 	}
-	if len(keys) > 0 {
-		c.Response().Header().Set(headerContentLocation, entryURL(c, name, keys...))
+	defer ls.Close()
+	if loc, ok := listLocation(c, name, ls); ok {
+		c.Response().Header().Set(headerContentLocation, loc)
 	}
-	return writeJSON(c, http.StatusOK, body)
+	open := append(append([]byte{'{'}, quoted...), ':', '[')
+	return s.streamList(c, ls, open, writeValue)
+}
+
+// listLocation is the Content-Location of a listing: <base>/kv/v1/{region}/
+// followed by its keys, when the listing has keys and that path fits in
+// MaxURLBytes. The listing's peek holds every key then (its keys' lengths
+// are a lower bound of their escaped lengths).
+func listLocation(c echo.Context, name string, ls region.Listing) (string, bool) {
+	keys, all := ls.Peek()
+	if !all || len(keys) == 0 {
+		return "", false
+	}
+	loc := entryURL(c, name, keys...)
+	if len(loc)-len(baseURL(c)) > MaxURLBytes {
+		return "", false
+	}
+	return loc, true
 }
 
 // countEntries is HEAD /kv/v1/{region}: the size in Resource-Count.
@@ -88,7 +104,8 @@ func (s *Server) countEntries(c echo.Context) error {
 	return c.NoContent(http.StatusOK)
 }
 
-// listKeys is GET /kv/v1/{region}/keys: {"keys":[...]}.
+// listKeys is GET /kv/v1/{region}/keys: {"keys":[...]}, streamed
+// (stream.go), with Geode's Location: <base>/kv/v1/{region}/keys.
 func (s *Server) listKeys(c echo.Context) error {
 	name, err := pathParam(c, "region")
 	if err != nil {
@@ -98,16 +115,18 @@ func (s *Server) listKeys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	keys, err := s.store.Keys(c.Request().Context(), cons, name)
+	ls, err := s.store.OpenList(c.Request().Context(), cons, name, region.ListOptions{Limit: -1, KeysOnly: true})
 	if err != nil {
 		return err
 	}
-	if keys == nil {
-		keys = []string{}
-	}
-	return writeDoc(c, http.StatusOK, struct {
-		Keys []string `json:"keys"`
-	}{keys})
+	defer ls.Close()
+	c.Response().Header().Set(echo.HeaderLocation, keysURL(c, name))
+	return s.streamList(c, ls, []byte(`{"keys":[`), newKeyWriter().write)
+}
+
+// keysURL is <base>/kv/v1/{region}/keys.
+func keysURL(c echo.Context, regionName string) string {
+	return baseURL(c) + kvPrefix + "/" + url.PathEscape(regionName) + "/keys"
 }
 
 // getEntries is GET /kv/v1/{region}/{key} (the stored object; a missing key

@@ -18,8 +18,10 @@ type Store interface {
 	DestroyRegion(ctx context.Context, name string) error                     // region.ErrRegionNotFound
 	// Get returns values aligned with keys, nil for a missing key; ErrRegionNotFound if the region is unknown.
 	Get(ctx context.Context, c region.Consistency, name string, keys []string) ([]json.RawMessage, error)
-	List(ctx context.Context, c region.Consistency, name string, limit int) ([]region.Entry, error) // ascending keys; limit<0 = all
-	Keys(ctx context.Context, c region.Consistency, name string) ([]string, error)
+	// OpenList opens a streamed listing of a region in ascending key order
+	// (region.Listing): errors that can still be answered with a status
+	// come from it; the caller closes the listing.
+	OpenList(ctx context.Context, c region.Consistency, name string, opt region.ListOptions) (region.Listing, error)
 	Count(ctx context.Context, c region.Consistency, name string) (int, error)
 	Put(ctx context.Context, name string, entries []region.Entry) error                   // upsert all
 	PutIfAbsent(ctx context.Context, name string, e region.Entry) (key string, err error) // e.Key=="" → generated; exists → *region.ConflictError{Err: ErrKeyExists}

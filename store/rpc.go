@@ -102,6 +102,7 @@ func newRPCServer(s *Store) *rpcServer {
 	r := &rpcServer{s: s, mux: mux}
 	mux.HandleFunc("POST /v1/groups/{gid}/apply", r.apply)
 	mux.HandleFunc("POST /v1/groups/{gid}/read", r.read)
+	mux.HandleFunc("POST /v1/groups/{gid}/scan", r.scan) // scan.go
 	mux.HandleFunc("POST /v1/groups/{gid}/readindex", r.readIndex)
 	mux.HandleFunc("POST /v1/groups/{gid}/term", r.term)
 	mux.HandleFunc("POST /v1/groups/{gid}/query", r.query)

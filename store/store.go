@@ -256,7 +256,11 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.stopOnce.Do(func() { close(s.stop) })
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = s.rpc.srv.Shutdown(ctx)
+		if err := s.rpc.srv.Shutdown(ctx); err != nil {
+			// An RPC still running (a scan stream blocked on a slow reader)
+			// is cut rather than left serving a closed store.
+			_ = s.rpc.srv.Close()
+		}
 		cancel()
 		// Groups first, so their transports shut down before the listener
 		// they accept from goes away; then the internal port.

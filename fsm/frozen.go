@@ -1,0 +1,83 @@
+package fsm
+
+import (
+	"github.com/google/btree"
+	"github.com/kvnode/kvnode/region"
+)
+
+// Frozen is a region's entries as of one moment: a copy-on-write clone of
+// its B-tree. Taking it costs O(1) and copies nothing; writes applied later
+// copy the tree nodes they touch, so the clone never changes and may be read
+// for as long as a listing takes, without any lock. It is what region
+// listings stream from: however large the region, reading it allocates
+// nothing per entry (values are shared, and never modified in place).
+type Frozen struct {
+	t *btree.BTreeG[entry] // nil: an empty region
+}
+
+// Freeze returns the region's entries as of now. Errors are those of the
+// other entry reads (see List): a missing or destroyed region.
+func (f *FSM) Freeze(name string, id uint64) (*Frozen, error) {
+	// Clone marks the shared nodes copy-on-write in the original tree as
+	// well, so it needs the write lock, like Scan.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, err := f.st.view(name, id)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return &Frozen{}, nil
+	}
+	return &Frozen{t: r.entries.Clone()}, nil
+}
+
+// Len is the number of entries.
+func (z *Frozen) Len() int {
+	if z.t == nil {
+		return 0
+	}
+	return z.t.Len()
+}
+
+// Cursor returns a cursor at the first entry.
+func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t} }
+
+// Cursor reads a Frozen in ascending key order, a batch at a time. Each
+// Read seeks past the last key it returned (O(log n)), so a cursor holds no
+// goroutine and needs no closing: dropping it is enough.
+type Cursor struct {
+	t       *btree.BTreeG[entry]
+	last    string
+	started bool
+	done    bool
+}
+
+// Read fills dst with the next entries and returns how many it filled; 0
+// means the end (or an empty dst). The values are shared with the state
+// machine: do not modify them.
+func (c *Cursor) Read(dst []region.Entry) int {
+	if c.done || c.t == nil || len(dst) == 0 {
+		return 0
+	}
+	n := 0
+	fill := func(e entry) bool {
+		if c.started && e.key == c.last {
+			return true // the entry the previous Read ended with
+		}
+		dst[n] = region.Entry{Key: e.key, Value: e.value}
+		n++
+		return n < len(dst)
+	}
+	if c.started {
+		c.t.AscendGreaterOrEqual(entry{key: c.last}, fill)
+	} else {
+		c.t.Ascend(fill)
+	}
+	if n == 0 {
+		c.done = true
+		return 0
+	}
+	c.started, c.last = true, dst[n-1].Key
+	return n
+}

@@ -418,14 +418,20 @@ func (c *rpcClient) callWith(ctx context.Context, method, addr, path string, bod
 	if resp.StatusCode == http.StatusOK {
 		return data, nil
 	}
-	msg := string(data)
+	return nil, refusal(resp, addr, path, string(data))
+}
+
+// refusal is the error for another node's non-200 answer with body msg: a
+// remoteError carrying the sentinel its Kv-Error code names, else the
+// status and message.
+func refusal(resp *http.Response, addr, path, msg string) error {
 	code := resp.Header.Get(hdrError)
 	for _, e := range rpcErrors {
 		if e.code == code {
-			return nil, &remoteError{sentinel: e.err, addr: addr, msg: msg}
+			return &remoteError{sentinel: e.err, addr: addr, msg: msg}
 		}
 	}
-	return nil, fmt.Errorf("rpc to %s %s: status %d: %s", addr, path, resp.StatusCode, msg)
+	return fmt.Errorf("rpc to %s %s: status %d: %s", addr, path, resp.StatusCode, msg)
 }
 
 // remoteError is a refusal from another node: its message, matching the

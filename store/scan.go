@@ -598,14 +598,7 @@ func rpcRefusal(resp *http.Response, addr, path string) error {
 	if err != nil {
 		return fmt.Errorf("rpc to %s: read response: %w", addr, err)
 	}
-	msg := string(data)
-	code := resp.Header.Get(hdrError)
-	for _, e := range rpcErrors {
-		if e.code == code {
-			return &remoteError{sentinel: e.err, addr: addr, msg: msg}
-		}
-	}
-	return fmt.Errorf("rpc to %s %s: status %d: %s", addr, path, resp.StatusCode, msg)
+	return refusal(resp, addr, path, string(data))
 }
 
 // remoteSource reads a member's scan stream, one entry at a time: it holds

@@ -42,6 +42,11 @@ type RaftConfig struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+
+	// wrapTransport, when set (tests only), wraps a group's transport
+	// before its Raft instance gets it, so a test can decide the fate of
+	// each message (store/deposed_test.go).
+	wrapTransport func(gid uint64, t raft.Transport) raft.Transport
 }
 
 // DefaultRaftConfig suits a LAN or a single machine. The timeouts were
@@ -278,7 +283,11 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		return nil, fmt.Errorf("raft group %d: log cache: %w", gid, err)
 	}
 	stable := &stableStore{StableStore: logs}
-	r, err := raft.NewRaft(cfg, f, cached, stable, snaps, trans)
+	var rt raft.Transport = trans
+	if rc.wrapTransport != nil {
+		rt = rc.wrapTransport(gid, trans)
+	}
+	r, err := raft.NewRaft(cfg, f, cached, stable, snaps, rt)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()

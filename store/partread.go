@@ -45,22 +45,34 @@ type readResp struct {
 // while the cluster changes.
 func (s *Store) readPart(ctx context.Context, gid uint64, c region.Consistency, req readReq) (readResp, error) {
 	req.Stale = c == region.Stale
+	return retryPart(ctx, s, gid, "read", func(attempt int) (readResp, error) {
+		return s.readPartOnce(ctx, gid, c, req, attempt)
+	})
+}
+
+// retryPart runs one read of group gid's part (a read, a query's partial,
+// a listing's opening) until it succeeds or fails for good: errors a read
+// may retry (retryableRead) are tried again after pause, against whichever
+// replica once(attempt) picks, until LeaderWait or ctx ends. what names the
+// operation in the final error.
+func retryPart[T any](ctx context.Context, s *Store, gid uint64, what string, once func(attempt int) (T, error)) (T, error) {
 	var last error
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		resp, err := s.readPartOnce(ctx, gid, c, req, attempt)
+		v, err := once(attempt)
 		if err == nil {
-			return resp, nil
+			return v, nil
 		}
 		if !retryableRead(err) {
-			return readResp{}, err
+			return v, err
 		}
 		last = err
 		if since.IsZero() {
 			since = time.Now()
 		}
 		if err := s.pause(ctx, s.localFor(gid), attempt, since, last); err != nil {
-			return readResp{}, fmt.Errorf("read group %d: %w", gid, err)
+			var zero T
+			return zero, fmt.Errorf("%s group %d: %w", what, gid, err)
 		}
 	}
 }

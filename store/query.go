@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/oql"
@@ -60,24 +59,9 @@ func (s *Store) Query(ctx context.Context, c region.Consistency, q *oql.Query, p
 // queryPart runs the partial of q over group gid's share: here when this
 // node has a usable replica, else on a member that hosts the group.
 func (s *Store) queryPart(ctx context.Context, gid uint64, c region.Consistency, qs *querySource, q *oql.Query, params []any, opt oql.Options) (*oql.Partial, error) {
-	var last error
-	var since time.Time
-	for attempt := 0; ; attempt++ {
-		part, err := s.queryPartOnce(ctx, gid, c, qs, q, params, opt, attempt)
-		if err == nil {
-			return part, nil
-		}
-		if !retryableRead(err) {
-			return nil, err
-		}
-		last = err
-		if since.IsZero() {
-			since = time.Now()
-		}
-		if err := s.pause(ctx, s.localFor(gid), attempt, since, last); err != nil {
-			return nil, fmt.Errorf("query group %d: %w", gid, err)
-		}
-	}
+	return retryPart(ctx, s, gid, "query", func(attempt int) (*oql.Partial, error) {
+		return s.queryPartOnce(ctx, gid, c, qs, q, params, opt, attempt)
+	})
 }
 
 func (s *Store) queryPartOnce(ctx context.Context, gid uint64, c region.Consistency, qs *querySource, q *oql.Query, params []any, opt oql.Options, attempt int) (*oql.Partial, error) {

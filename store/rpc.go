@@ -205,16 +205,7 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 		writeRPCError(w, fmt.Errorf("%w: read request: %v", region.ErrInvalid, err))
 		return
 	}
-	c := region.Linearizable
-	if rr.Stale {
-		c = region.Stale
-	}
-	if r.s.localFor(g.id) == nil {
-		writeRPCError(w, fmt.Errorf("group %d on %s is moving away: %w", g.id, r.s.name, errNotHosted))
-		return
-	}
-	if err := r.s.localRead(ctx, g, c, catchUpWait); err != nil {
-		writeRPCError(w, err)
+	if !r.readable(ctx, w, g, rr.Stale) {
 		return
 	}
 	resp, err := execRead(g.fsm, rr)
@@ -228,6 +219,24 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.writeFrame(w, "application/json", out, "the read's answer")
+}
+
+// readable reports whether this node's replica of g may answer a read now
+// (stale: at once; else after the read barrier), or writes why not.
+func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *group, stale bool) bool {
+	c := region.Linearizable
+	if stale {
+		c = region.Stale
+	}
+	if r.s.localFor(g.id) == nil {
+		writeRPCError(w, fmt.Errorf("group %d on %s is moving away: %w", g.id, r.s.name, errNotHosted))
+		return false
+	}
+	if err := r.s.localRead(ctx, g, c, catchUpWait); err != nil {
+		writeRPCError(w, err)
+		return false
+	}
+	return true
 }
 
 // writeFrame sends an answer, or refuses it with region.ErrTooLarge when

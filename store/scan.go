@@ -124,24 +124,9 @@ func (s *Store) openPartitioned(ctx context.Context, c region.Consistency, ref r
 // has begun: from then on nothing is retried, since part of it may have
 // been sent on.
 func (s *Store) openPart(ctx context.Context, gid uint64, c region.Consistency, ref regionRef, opt region.ListOptions) (partSource, error) {
-	var last error
-	var since time.Time
-	for attempt := 0; ; attempt++ {
-		src, err := s.openPartOnce(ctx, gid, c, ref, opt, attempt)
-		if err == nil {
-			return src, nil
-		}
-		if !retryableRead(err) {
-			return nil, err
-		}
-		last = err
-		if since.IsZero() {
-			since = time.Now()
-		}
-		if err := s.pause(ctx, s.localFor(gid), attempt, since, last); err != nil {
-			return nil, fmt.Errorf("list group %d: %w", gid, err)
-		}
-	}
+	return retryPart(ctx, s, gid, "list", func(attempt int) (partSource, error) {
+		return s.openPartOnce(ctx, gid, c, ref, opt, attempt)
+	})
 }
 
 func (s *Store) openPartOnce(ctx context.Context, gid uint64, c region.Consistency, ref regionRef, opt region.ListOptions, attempt int) (partSource, error) {
@@ -423,16 +408,7 @@ func (r *rpcServer) scan(w http.ResponseWriter, req *http.Request) {
 		writeRPCError(w, fmt.Errorf("%w: scan request: %v", region.ErrInvalid, err))
 		return
 	}
-	c := region.Linearizable
-	if sr.Stale {
-		c = region.Stale
-	}
-	if r.s.localFor(g.id) == nil {
-		writeRPCError(w, fmt.Errorf("group %d on %s is moving away: %w", g.id, r.s.name, errNotHosted))
-		return
-	}
-	if err := r.s.localRead(ctx, g, c, catchUpWait); err != nil {
-		writeRPCError(w, err)
+	if !r.readable(ctx, w, g, sr.Stale) {
 		return
 	}
 	src, err := openLocal(g.fsm, sr.Region, sr.ID, region.ListOptions{Limit: sr.Limit, KeysOnly: sr.KeysOnly, PeekBytes: sr.Peek})

@@ -24,14 +24,19 @@ func (r *Run) PowerCut(ctx context.Context, members ...int) {
 			names[k] = r.B.Name(i)
 		}
 		r.fail("power-loss %s: %v", strings.Join(names, ","), err)
-		return
+	} else {
+		for k := range members {
+			r.commit(evs[k])
+		}
 	}
-	for k, i := range members {
-		r.commit(evs[k])
-		r.mu.Lock()
+	// Down even after a failed cut, so that the members are started again
+	// (a member the cut did not kill refuses the start, which fails the
+	// run as it should).
+	r.mu.Lock()
+	for _, i := range members {
 		r.down[i] = true
-		r.mu.Unlock()
 	}
+	r.mu.Unlock()
 }
 
 // powerLoss cuts one member's power, alternately a leader (see

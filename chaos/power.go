@@ -18,16 +18,15 @@ func (r *Run) PowerCut(ctx context.Context, members ...int) {
 	for _, l := range lost {
 		r.Logf("power cut lost %s", l)
 	}
+	for k := range members {
+		r.commit(evs[k])
+	}
 	if err != nil {
 		names := make([]string, len(members))
 		for k, i := range members {
 			names[k] = r.B.Name(i)
 		}
 		r.fail("power-loss %s: %v", strings.Join(names, ","), err)
-	} else {
-		for k := range members {
-			r.commit(evs[k])
-		}
 	}
 	// Down even after a failed cut, so that the members are started again
 	// (a member the cut did not kill refuses the start, which fails the

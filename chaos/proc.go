@@ -295,7 +295,9 @@ func (pc *ProcCluster) PowerFaults() bool { return pc.cfg.PowerFS }
 
 // PowerCut SIGKILLs the members, all before any is rolled back, then
 // cuts each one's file system: what it had not fsynced is gone. What was
-// lost is noted in the member's log too.
+// lost is noted in the member's log too. A member that loses a file it had
+// fsynced (its name was never made durable) is an error: the member
+// believed that file safe.
 func (pc *ProcCluster) PowerCut(members ...int) ([]string, error) {
 	if !pc.cfg.PowerFS {
 		return nil, ErrUnsupported
@@ -328,8 +330,11 @@ func (pc *ProcCluster) PowerCut(members ...int) ([]string, error) {
 		if err != nil {
 			return lost, fmt.Errorf("power cut %s: %w", m.name, err)
 		}
+		if len(stats.LostSynced) > 0 {
+			errs = append(errs, fmt.Errorf("%s lost files it had fsynced, because it never fsynced the directories naming them: %s", m.name, strings.Join(stats.LostSynced, ", ")))
+		}
 	}
-	return lost, nil
+	return lost, errors.Join(errs...)
 }
 
 func (pc *ProcCluster) Stop(i int) error {

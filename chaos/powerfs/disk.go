@@ -29,6 +29,7 @@ type Disk struct {
 	files   map[uint64]*fileState      // files changed since their last sync
 	dirs    map[uint64]map[string]dent // durable entries of directories changed since their last sync
 	inLimbo map[uint64]bool
+	synced  map[uint64]bool // files fsynced since the mount or the last cut
 }
 
 // dent is a directory entry: the inode it names and whether that is a
@@ -76,6 +77,7 @@ func (d *Disk) reset() {
 	d.files = map[uint64]*fileState{}
 	d.dirs = map[uint64]map[string]dent{}
 	d.inLimbo = map[uint64]bool{}
+	d.synced = map[uint64]bool{}
 }
 
 // Root is the backing tree the mount shows.
@@ -524,6 +526,11 @@ func (d *Disk) Sync(f *os.File, datasync bool) error {
 	if err != nil {
 		return err
 	}
+	if ino, _, err := fileIno(f); err == nil {
+		d.mu.Lock()
+		d.synced[ino] = true
+		d.mu.Unlock()
+	}
 	fs.mu.Lock()
 	_, size, err := fileIno(f)
 	if err == nil {
@@ -656,11 +663,20 @@ type CutStats struct {
 	// Names in the live tree that were not durable, and durable names
 	// the live tree had lost (unlinked or renamed away), put back.
 	Dropped, Restored []string
+	// LostSynced are live names of files the program had fsynced that no
+	// durable directory reached: it made their data durable and never
+	// their names, which is a durability bug of the program under POSIX
+	// (ext4, XFS and btrfs would have kept them).
+	LostSynced []string
 }
 
 func (s CutStats) String() string {
-	return fmt.Sprintf("%d files rolled back (%d bytes), %d names dropped %v, %d restored %v",
+	out := fmt.Sprintf("%d files rolled back (%d bytes), %d names dropped %v, %d restored %v",
 		s.Files, s.Bytes, len(s.Dropped), s.Dropped, len(s.Restored), s.Restored)
+	if len(s.LostSynced) > 0 {
+		out += fmt.Sprintf(", fsynced files lost with their names %v", s.LostSynced)
+	}
+	return out
 }
 
 // Cut discards everything not durable: afterwards the backing tree holds
@@ -760,8 +776,18 @@ func (d *Disk) Cut() (CutStats, error) {
 			stats.Restored = append(stats.Restored, rel)
 		}
 	}
+	kept := map[uint64]bool{}
+	for _, ino := range durable {
+		kept[ino] = true
+	}
+	for rel, ino := range live {
+		if d.synced[ino] && !kept[ino] {
+			stats.LostSynced = append(stats.LostSynced, rel)
+		}
+	}
 	sort.Strings(stats.Dropped)
 	sort.Strings(stats.Restored)
+	sort.Strings(stats.LostSynced)
 
 	// Every inode into limbo, children first.
 	var flatten func(rel string) error

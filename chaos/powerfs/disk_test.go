@@ -179,9 +179,20 @@ func TestCreateWithoutDirSyncIsUndone(t *testing.T) {
 	f := create(t, d, "a")
 	write(t, d, f, 0, "data")
 	syncFile(t, d, f) // the file's data, not its name
-	cut(t, d)
+	create(t, d, "b") // never synced: nothing lost that was asked for
+	st := cut(t, d)
 	want(t, d, "a", "<none>")
 	limboEmpty(t, d)
+	if !equal(st.LostSynced, []string{"a"}) {
+		t.Errorf("cut reports fsynced files lost %v, want [a]", st.LostSynced)
+	}
+
+	f = create(t, d, "a")
+	syncFile(t, d, f)
+	syncDir(t, d, "")
+	if st := cut(t, d); len(st.LostSynced) > 0 {
+		t.Errorf("cut reports fsynced files lost %v with the directory synced, want none", st.LostSynced)
+	}
 }
 
 // The write-temporary-then-rename pattern without a directory fsync:

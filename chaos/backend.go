@@ -36,6 +36,13 @@ type Backend interface {
 	Slow(from, to int, ms int) error
 	// LinkFaults reports whether CutOneWay and Slow work.
 	LinkFaults() bool
+	// PowerCut cuts the power of the given members at once: SIGKILL, and
+	// every write their file systems had not made durable (fsync) is lost.
+	// It returns what was lost, member by member, for the run's log;
+	// ErrUnsupported when the backend cannot (PowerFaults).
+	PowerCut(members ...int) (lost []string, err error)
+	// PowerFaults reports whether PowerCut works.
+	PowerFaults() bool
 	// Heal ends every network fault.
 	Heal() error
 	// WaitReady waits until member i answers /readyz with 200.

@@ -81,6 +81,9 @@ func TestChaos(t *testing.T) {
 				if sc.NeedsLinkFaults && *flagBackend == "compose" {
 					t.Skipf("%s cuts one direction of a link, which Docker networks cannot", sc.Name)
 				}
+				if sc.NeedsPowerFaults && *flagBackend == "compose" {
+					t.Skipf("%s cuts members' power, which needs the file system of the process backend (chaos/powerfs) under their data", sc.Name)
+				}
 				rep := runScenario(t, bin, image, sc)
 				if *flagStale {
 					// The checker must have caught the stale reads.
@@ -135,7 +138,7 @@ func runScenario(t *testing.T, bin, image string, sc Scenario) Report {
 		if err != nil || !first.Is4() || !first.IsLoopback() {
 			t.Fatalf("-chaos.first-ip %q: want an IPv4 address in 127.0.0.0/8", *flagFirstIP)
 		}
-		pc, err := StartProcCluster(ctx, ProcConfig{Binary: bin, Dir: dir, Flags: kvnodeFlags(), FirstIP: first})
+		pc, err := StartProcCluster(ctx, ProcConfig{Binary: bin, Dir: dir, Flags: kvnodeFlags(), FirstIP: first, PowerFS: true})
 		if err != nil {
 			t.Fatal(err)
 		}

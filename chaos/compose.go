@@ -137,6 +137,13 @@ func (c *ComposeCluster) Slow(from, to int, ms int) error {
 	return ErrUnsupported
 }
 
+// PowerFaults is false: a container's volume is a directory of the
+// host's file system, whose page cache a container's end does not lose,
+// and Docker cannot put a file system of ours under it.
+func (c *ComposeCluster) PowerFaults() bool { return false }
+
+func (c *ComposeCluster) PowerCut(members ...int) ([]string, error) { return nil, ErrUnsupported }
+
 // Heal connects disconnected members again, under their service name.
 func (c *ComposeCluster) Heal() error {
 	c.mu.Lock()

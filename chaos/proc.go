@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kvnode/kvnode/chaos/powerfs"
 )
 
 // ProcConfig describes a cluster of kvnode processes on 127.0.0.0/8.
@@ -28,11 +30,17 @@ type ProcConfig struct {
 	// when zero. Each member needs its own IP so the link proxies can tell
 	// members apart.
 	FirstIP netip.Addr
+	// PowerFS puts a powerfs mount under every member's data directory, so
+	// that PowerCut works; it needs FUSE. The chaos scenarios always set it.
+	PowerFS bool
 }
 
 // ProcCluster is the process backend: each member is a kvnode process with
 // its own loopback IP, and every member-to-member link (internal port and
-// gossip) runs through Net's proxies, which the members advertise.
+// gossip) runs through Net's proxies, which the members advertise. With
+// ProcConfig.PowerFS each member's data directory is a powerfs mount
+// (Dir/nK/data over Dir/nK/disk), so that PowerCut can lose what the member
+// had not fsynced.
 type ProcCluster struct {
 	cfg     ProcConfig
 	net     *Net
@@ -48,7 +56,11 @@ type procMember struct {
 	cmd             *exec.Cmd
 	exited          chan struct{}
 	log             *os.File
+	disk            *powerfs.FS // the file system under its data directory
 }
+
+// dataDir is where the member keeps its data: its powerfs mount.
+func (m *procMember) dataDir() string { return filepath.Join(m.dir, "data") }
 
 // BuildKvnode builds the kvnode binary into dir (statically, as the image
 // is) and returns its path.
@@ -111,8 +123,11 @@ func StartProcCluster(ctx context.Context, cfg ProcConfig) (*ProcCluster, error)
 				err = nil
 			}
 		}
+		if err == nil && cfg.PowerFS {
+			err = m.mount()
+		}
 		if err != nil {
-			pc.net.Close()
+			_ = pc.Close()
 			return nil, fmt.Errorf("member %s: %w", m.name, err)
 		}
 		pc.members = append(pc.members, m)
@@ -134,6 +149,19 @@ func StartProcCluster(ctx context.Context, cfg ProcConfig) (*ProcCluster, error)
 		}
 	}
 	return pc, nil
+}
+
+// mount puts a power-loss file system under the member's data directory.
+func (m *procMember) mount() error {
+	if err := os.MkdirAll(m.dataDir(), 0o755); err != nil {
+		return err
+	}
+	fs, err := powerfs.Mount(filepath.Join(m.dir, "disk"), m.dataDir())
+	if err != nil {
+		return fmt.Errorf("%w (the chaos scenarios need FUSE: /dev/fuse, and root or fusermount3)", err)
+	}
+	m.disk = fs
+	return nil
 }
 
 // reserveAddr finds a free ip:port (for TCP, and with udp for UDP too)
@@ -189,7 +217,7 @@ func (pc *ProcCluster) Start(i int) error {
 	}
 	args := []string{
 		"--name", m.name,
-		"--data-dir", filepath.Join(m.dir, "data"),
+		"--data-dir", m.dataDir(),
 		"--http-addr", m.http,
 		"--internal-addr", m.internal,
 		"--advertise-internal", m.advInt,
@@ -261,6 +289,52 @@ func (pc *ProcCluster) Kill(i int) error {
 	err = pc.wait(i, exited, 10*time.Second)
 	pc.net.Down(i)
 	return err
+}
+
+func (pc *ProcCluster) PowerFaults() bool { return pc.cfg.PowerFS }
+
+// PowerCut SIGKILLs the members, all before any is rolled back, then
+// cuts each one's file system: what it had not fsynced is gone. What was
+// lost is noted in the member's log too. A member that loses a file it had
+// fsynced (its name was never made durable) is an error: the member
+// believed that file safe.
+func (pc *ProcCluster) PowerCut(members ...int) ([]string, error) {
+	if !pc.cfg.PowerFS {
+		return nil, ErrUnsupported
+	}
+	exits := make([]chan struct{}, len(members))
+	for k, i := range members {
+		exited, err := pc.signal(i, syscall.SIGKILL)
+		if err != nil {
+			return nil, err
+		}
+		exits[k] = exited
+	}
+	var errs []error
+	for k, i := range members {
+		errs = append(errs, pc.wait(i, exits[k], 10*time.Second))
+		pc.net.Down(i)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var lost []string
+	for _, i := range members {
+		m := pc.members[i]
+		stats, err := m.disk.Cut()
+		lost = append(lost, fmt.Sprintf("%s: %v", m.name, stats))
+		if log, lerr := os.OpenFile(pc.LogPath(i), os.O_WRONLY|os.O_APPEND, 0o644); lerr == nil {
+			fmt.Fprintf(log, "---- power cut %s: %v (error: %v)\n", time.Now().Format(time.RFC3339Nano), stats, err)
+			_ = log.Close()
+		}
+		if err != nil {
+			return lost, fmt.Errorf("power cut %s: %w", m.name, err)
+		}
+		if len(stats.LostSynced) > 0 {
+			errs = append(errs, fmt.Errorf("%s lost files it had fsynced, because it never fsynced the directories naming them: %s", m.name, strings.Join(stats.LostSynced, ", ")))
+		}
+	}
+	return lost, errors.Join(errs...)
 }
 
 func (pc *ProcCluster) Stop(i int) error {
@@ -368,7 +442,8 @@ func waitReady(ctx context.Context, url, name string, gone func() error) error {
 	}
 }
 
-// Close kills every member and stops the proxies.
+// Close kills every member, stops the proxies and unmounts the members'
+// file systems (their files stay in the backing directories).
 func (pc *ProcCluster) Close() error {
 	var errs []error
 	for i, m := range pc.members {
@@ -382,5 +457,12 @@ func (pc *ProcCluster) Close() error {
 		}
 	}
 	pc.net.Close()
+	for _, m := range pc.members {
+		if m.disk != nil {
+			if err := m.disk.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	return errors.Join(errs...)
 }

@@ -34,6 +34,9 @@ type Scenario struct {
 	// NeedsLinkFaults: the scenario cuts single directions of links, which
 	// only some backends can (Backend.LinkFaults).
 	NeedsLinkFaults bool
+	// NeedsPowerFaults: the scenario cuts members' power, which only the
+	// process backend can (Backend.PowerFaults).
+	NeedsPowerFaults bool
 }
 
 // RunConfig is one run of one scenario.

@@ -12,7 +12,8 @@ const (
 )
 
 // Scenarios are the nemeses, in the order the runs take them. Each one
-// keeps at most one member of three faulty at a time, except crash-all.
+// keeps at most one member of three faulty at a time, except crash-all
+// and power-loss-all.
 func Scenarios() []Scenario {
 	return []Scenario{
 		{Name: "none", Doc: "no faults: the baseline, and the check for elections nobody asked for under load", Nemesis: func(ctx context.Context, r *Run) { <-ctx.Done() }},
@@ -24,6 +25,8 @@ func Scenarios() []Scenario {
 		{Name: "one-way", Doc: "drop everything the leader sends to the others for 5 s, while it still hears them", Nemesis: oneWay, NeedsLinkFaults: true},
 		{Name: "rolling-restart", Doc: "SIGTERM each member in turn (it leaves), start it again, wait until ready", Nemesis: rollingRestart},
 		{Name: "crash-all", Doc: "SIGKILL every member at once, restart all; no acknowledged write may be lost", Nemesis: crashAll},
+		{Name: "power-loss", Doc: "cut the power of one member (alternately the leader and a random member): SIGKILL, and its file system loses every write and directory change it had not fsynced; restart it 5 s later", Nemesis: powerLoss, NeedsPowerFaults: true},
+		{Name: "power-loss-all", Doc: "cut the power of every member at once, restart all; no acknowledged write may be lost (a quorum fsynced it)", Nemesis: powerLossAll, NeedsPowerFaults: true},
 		{Name: "random", Doc: "every 2-5 s a random fault (kill, pause, isolate, one-way cut, 200 ms delay) on a random member, one member at a time", Nemesis: randomFaults},
 	}
 }

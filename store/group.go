@@ -198,7 +198,7 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		return nil, fmt.Errorf("raft group %d: open log store %s (is another kvnode using this data dir?): %w", gid, filepath.Join(dir, "raft.db"), err)
 	}
 	hl := newHCLog(logger, "raft")
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hl)
+	snaps, err := openSnapshots(dir, hl)
 	if err != nil {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: open snapshot store: %w", gid, err)

@@ -65,8 +65,8 @@ func (s *Store) CreateIndex(ctx context.Context, regionName string, def region.I
 		if !errors.Is(err, region.ErrVersionConflict) {
 			return err
 		}
-		if s.indexConflictHook != nil {
-			s.indexConflictHook()
+		if s.conflictHook != nil {
+			s.conflictHook()
 		}
 		// The conflict was decided by the leader; this node may not have
 		// applied the definition yet, the definition may have been deleted

@@ -382,13 +382,25 @@ func (s *Store) CreateQuery(ctx context.Context, id, text string) error {
 	if text == "" {
 		return fmt.Errorf("%w: the query text is empty", region.ErrInvalid)
 	}
-	_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: queryKeyPrefix + id, MetaValue: []byte(text)})
-	if !errors.Is(err, region.ErrVersionConflict) {
-		return err
-	}
-	cur, gerr := s.NamedQuery(ctx, region.Linearizable, id)
-	if gerr != nil {
-		return err
+	var cur region.NamedQuery
+	for {
+		_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: queryKeyPrefix + id, MetaValue: []byte(text)})
+		if !errors.Is(err, region.ErrVersionConflict) {
+			return err
+		}
+		if s.conflictHook != nil {
+			s.conflictHook()
+		}
+		var gerr error
+		cur, gerr = s.NamedQuery(ctx, region.Linearizable, id)
+		if gerr == nil {
+			break
+		}
+		if !errors.Is(gerr, region.ErrKeyNotFound) {
+			return fmt.Errorf("query %q exists; reading its text: %w", id, gerr)
+		}
+		// Deleted between the conflict and the read: the id is free, so
+		// the create is tried again (as CreateIndex does).
 	}
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)

@@ -151,10 +151,11 @@ type Store struct {
 	// queries caches compiled queries by text (see CompileQuery).
 	queries queryCache
 
-	// indexConflictHook, when set (tests only), runs in CreateIndex between
-	// a name conflict and the read of the definition that caused it, so a
-	// test can delete the index or close the store in that window.
-	indexConflictHook func()
+	// conflictHook, when set (tests only), runs in CreateIndex and
+	// CreateQuery between a name conflict and the read of the definition
+	// that caused it, so a test can delete it or close the store in that
+	// window.
+	conflictHook func()
 
 	started   time.Time
 	stopOnce  sync.Once

@@ -249,15 +249,6 @@ func TestLargeRemoteAnswersAreRefusedWhole(t *testing.T) {
 	}
 }
 
-func containsName(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
 // TestHaltedGroupStopsOnlyThatGroup: a committed entry that no replica can
 // decode (as a cut command was, or a newer peer's format) stops that group
 // on every member, without taking any node down; the other groups keep

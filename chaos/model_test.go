@@ -184,3 +184,40 @@ func TestRecordedStaleReadIsCaught(t *testing.T) {
 		t.Fatalf("without the stale GET: %v, want Ok", v.Result)
 	}
 }
+
+// TestBoundUnknown: a write of unknown outcome whose value an answer shows
+// took effect before that answer, so its return time becomes the answer's
+// (porcupine then need not try it later); one nobody saw, or "seen" before
+// it was even sent, keeps its infinite return. The verdicts stay the same.
+func TestBoundUnknown(t *testing.T) {
+	ops := []Op{
+		op(0, 0, -1, put("a", 1), Output{}),
+		op(1, 5, 6, get("a"), value(200, 1)),
+		op(2, 7, 8, pia("a", 9), value(409, 1)),
+		op(3, 0, -1, put("a", 2), Output{}),
+		op(4, 20, -1, put("a", 3), Output{}),
+		op(5, 10, 11, get("a"), value(200, 1)),
+	}
+	slots := familySlots(ops)
+	var hist []porcupine.Operation
+	for _, o := range ops {
+		hist = append(hist, partsOf(o, slots)...)
+	}
+	boundUnknown(hist)
+	for i, want := range []int64{6, 6, 8, Infinity, Infinity, 11} {
+		if hist[i].Return != want {
+			t.Errorf("operation %d: return %d, want %d", i, hist[i].Return, want)
+		}
+	}
+	if got := check(t, ops); got != porcupine.Ok {
+		t.Errorf("check = %v, want ok", got)
+	}
+	// Read before the write was sent: still a violation.
+	bad := []Op{
+		op(1, 0, 1, get("a"), value(200, 7)),
+		op(0, 5, -1, put("a", 7), Output{}),
+	}
+	if got := check(t, bad); got != porcupine.Illegal {
+		t.Errorf("a value read before its write was sent: %v, want illegal", got)
+	}
+}

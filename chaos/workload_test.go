@@ -15,12 +15,12 @@ import (
 func TestFamiliesLandInOneGroup(t *testing.T) {
 	w := &Workload{Partitioned: true, Groups: 3}
 	fams := w.families()
-	if len(fams) != 4 {
-		t.Fatalf("%d families, want 4", len(fams))
+	if len(fams) != 8 {
+		t.Fatalf("%d families, want 8", len(fams))
 	}
 	for f, keys := range fams {
-		if len(keys) != 3 {
-			t.Errorf("family %d: %v, want 3 keys", f, keys)
+		if len(keys) != 2 {
+			t.Errorf("family %d: %v, want 2 keys", f, keys)
 		}
 		for _, k := range keys {
 			if got, want := partition.GroupForKey(k, 3), uint64(1+f%3); got != want {

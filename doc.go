@@ -3,7 +3,8 @@
 //
 // The code is organised as design.md describes:
 //
-//	cmd/kvnode  the binary: configuration, wiring, graceful shutdown
+//	cmd/kvnode  the binary: flags and environment into a node.Config, signals
+//	node        one running member (Config, Start, Shutdown): the wiring
 //	region      shared vocabulary: region kinds, entries, sentinel errors
 //	fsm         the state machine of one Raft group, its command codec and snapshots
 //	store       every Raft group of a node: transport, forwarding, read barriers, membership

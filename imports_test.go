@@ -111,6 +111,21 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 
+	// node wires the packages into a running member; only programs
+	// (cmd/...) and its own test harness build on it, so that no library
+	// package can reach the whole of kvnode. nodetest is for tests only.
+	for pkg, list := range imports {
+		r := rel(pkg)
+		for _, imp := range list {
+			switch {
+			case imp == module+"/node/nodetest":
+				t.Errorf("%s imports node/nodetest; only tests may", r)
+			case imp == module+"/node" && !strings.HasPrefix(r, "cmd/") && r != "node/nodetest":
+				t.Errorf("%s imports node; only programs (cmd/...) and node/nodetest may", r)
+			}
+		}
+	}
+
 	directOnly := map[string][]string{
 		raftPkg:       {"store", "fsm"},
 		memberlistPkg: {"cluster"},

@@ -7,7 +7,7 @@
 // order.
 //
 // It knows the cluster only through small interfaces (Cluster, Transport,
-// Data) that cmd/kvnode wires to the store and to gossip, so it imports
+// Data) that package node wires to the store and to gossip, so it imports
 // neither hashicorp/raft nor package fsm.
 //
 // Execution model. Without a target a function runs on every live member;

@@ -19,7 +19,7 @@ import (
 )
 
 // Functions runs server-side functions and keeps the deployed ones
-// (package function, wired by cmd/kvnode).
+// (package function, wired by package node).
 type Functions interface {
 	IDs(ctx context.Context) ([]string, error)
 	// Execute answers the members' results, and whether the function has

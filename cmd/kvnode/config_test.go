@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -90,7 +91,7 @@ func TestEnvThenFlags(t *testing.T) {
 
 // TestEveryFlagHasAnEnvVar checks the KVNODE_* contract over the whole flag set.
 func TestEveryFlagHasAnEnvVar(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := node.Default()
 	fs := flagSet(&cfg, io.Discard)
 	fs.VisitAll(func(f *flag.Flag) {
 		env := envName(f.Name)

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodetest"
 )
 
 // probe runs `kvnode healthcheck` as the image's HEALTHCHECK does: the
@@ -17,26 +20,26 @@ func probe(env []string, args ...string) (string, error) {
 }
 
 func TestHealthcheckFollowsReadiness(t *testing.T) {
-	ip := newInProcess(t)
+	ip := nodetest.New(t)
 	// One of two expected members: alive, but not ready.
-	n0 := ip.start("n0", 2)
-	env := []string{"KVNODE_HTTP_ADDR=" + n0.httpLn.Addr().String()}
+	n0 := ip.Start("n0", 2)
+	env := []string{"KVNODE_HTTP_ADDR=" + n0.HTTPAddr()}
 	if _, err := probe(env); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("healthcheck of a node waiting for its cluster = %v, want a 503 failure", err)
 	}
-	if out, err := probe(nil, "--url", "http://"+n0.httpLn.Addr().String()+"/livez"); err != nil {
+	if out, err := probe(nil, "--url", "http://"+n0.HTTPAddr()+"/livez"); err != nil {
 		t.Fatalf("healthcheck --url .../livez of a live node = %v (%s)", err, out)
 	}
-	ip.start("n1", 2)
-	waitUntil(t, 20*time.Second, "the healthcheck to pass once the cluster formed", func() bool {
+	ip.Start("n1", 2)
+	nodetest.WaitUntil(t, 20*time.Second, "the healthcheck to pass once the cluster formed", func() bool {
 		_, err := probe(env)
 		return err == nil
 	})
 	out, _ := probe(env)
-	if want := "ok: http://" + n0.httpLn.Addr().String() + "/readyz"; strings.TrimSpace(out) != want {
+	if want := "ok: http://" + n0.HTTPAddr() + "/readyz"; strings.TrimSpace(out) != want {
 		t.Errorf("healthcheck printed %q, want %q", out, want)
 	}
-	ip.stop("n0", true)
+	ip.Stop("n0", true)
 	if _, err := probe(env, "--timeout", "2s"); err == nil {
 		t.Fatalf("healthcheck of a stopped node passed")
 	}
@@ -44,13 +47,13 @@ func TestHealthcheckFollowsReadiness(t *testing.T) {
 
 func TestHealthcheckOverHTTPS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, "probe-ca")
-	cert, key := ca.issue(t, dir, "n0")
-	ip := newInProcess(t)
-	ip.tune = func(_ string, cfg *Config) { cfg.TLSCert, cfg.TLSKey = cert, key }
-	n0 := ip.start("n0", 1)
-	env := []string{"KVNODE_HTTP_ADDR=" + n0.httpLn.Addr().String(), "KVNODE_TLS_CERT=" + cert}
-	waitUntil(t, 20*time.Second, "the healthcheck to pass over HTTPS", func() bool {
+	ca := nodetest.NewCA(t, "probe-ca")
+	cert, key := ca.Issue(t, dir, "n0")
+	ip := nodetest.New(t)
+	ip.Tune = func(_ string, cfg *node.Config) { cfg.TLSCert, cfg.TLSKey = cert, key }
+	n0 := ip.Start("n0", 1)
+	env := []string{"KVNODE_HTTP_ADDR=" + n0.HTTPAddr(), "KVNODE_TLS_CERT=" + cert}
+	nodetest.WaitUntil(t, 20*time.Second, "the healthcheck to pass over HTTPS", func() bool {
 		_, err := probe(env)
 		return err == nil
 	})

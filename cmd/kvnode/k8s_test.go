@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kvnode/kvnode/auth"
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodetest"
 )
 
 // The Kubernetes manifests in deploy/k8s are decoded strictly into the
@@ -283,7 +285,7 @@ func checkManifests(t *testing.T, overlay string) {
 	// makes a configuration this program accepts.
 	env := podEnv(t, m, c)
 	known := map[string]bool{}
-	flagSet(&Config{}, io.Discard).VisitAll(func(f *flag.Flag) { known[envName(f.Name)] = true })
+	flagSet(&node.Config{}, io.Discard).VisitAll(func(f *flag.Flag) { known[envName(f.Name)] = true })
 	var list []string
 	for k, v := range env {
 		if strings.HasPrefix(k, envPrefix) {
@@ -483,7 +485,7 @@ func checkManifests(t *testing.T, overlay string) {
 
 // checkSecure: every file the flags name is in the mounted Secret, whose
 // example has the key, and the example's security file parses.
-func checkSecure(t *testing.T, m manifests, c corev1.Container, cfg Config) {
+func checkSecure(t *testing.T, m manifests, c corev1.Container, cfg node.Config) {
 	mounts := map[string]string{} // mount path → Secret name
 	for _, v := range m.sts.Spec.Template.Spec.Volumes {
 		if v.Secret == nil {
@@ -527,12 +529,12 @@ func checkSecure(t *testing.T, m manifests, c corev1.Container, cfg Config) {
 func TestProbePathsServe(t *testing.T) {
 	m := render(t, "base")
 	c := m.sts.Spec.Template.Spec.Containers[0]
-	ip := newInProcess(t)
-	n := ip.start("solo", 1)
+	ip := nodetest.New(t)
+	n := ip.Start("solo", 1)
 	for _, probe := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
 		path := probe.HTTPGet.Path
-		waitUntil(t, 20*time.Second, "GET "+path+" to answer 200", func() bool {
-			return call(t, n, "GET", path, "").status == 200
+		nodetest.WaitUntil(t, 20*time.Second, "GET "+path+" to answer 200", func() bool {
+			return nodetest.Call(t, n, "GET", path, "").Status == 200
 		})
 	}
 }

@@ -7,11 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/kvnode/kvnode/node"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -57,14 +58,15 @@ func runWithOutput(ctx context.Context, args, env []string, out io.Writer) error
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(out, cfg.LogLevel, cfg.LogFormat)
+	logger, err := node.NewLogger(out, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err
 	}
 	if len(unknownEnv) > 0 {
 		logger.Warn("ignoring environment variables that match no flag", "vars", strings.Join(unknownEnv, ","))
 	}
-	n, err := startNode(ctx, cfg, nodeOptions{}, logger)
+	cfg.Logger, cfg.Version = logger, version
+	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -74,31 +76,11 @@ func runWithOutput(ctx context.Context, args, env []string, out io.Writer) error
 	for {
 		select {
 		case <-ctx.Done():
-			return n.shutdown(true)
-		case err := <-n.serveErr:
-			return errors.Join(err, n.shutdown(false))
+			return n.Shutdown()
+		case err := <-n.Err():
+			return errors.Join(err, n.Close())
 		case <-hup:
-			_ = n.reloadSecurity() // it logs the outcome
+			_ = n.ReloadSecurity() // it logs the outcome
 		}
 	}
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
-	}
-	return l, nil
-}
-
-func newLogger(out io.Writer, level, format string) (*slog.Logger, error) {
-	l, err := parseLevel(level)
-	if err != nil {
-		return nil, err
-	}
-	opts := &slog.HandlerOptions{Level: l}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(out, opts)), nil
-	}
-	return slog.New(slog.NewTextHandler(out, opts)), nil
 }

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	sockaddr "github.com/hashicorp/go-sockaddr"
@@ -20,9 +22,10 @@ import (
 	"github.com/kvnode/kvnode/store"
 )
 
-// node is one running kvnode: the internal port (store), gossip (cluster)
-// and the REST API, wired together. Tests start several in one process.
-type node struct {
+// Node is one running kvnode member: the internal port (store), gossip
+// (cluster) and the REST API, wired together. Several may run in one
+// process (the tests do).
+type Node struct {
 	cfg    Config
 	logger *slog.Logger
 
@@ -37,23 +40,27 @@ type node struct {
 	restURL  string
 	serveErr chan error
 
-	cancel context.CancelFunc
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+	stopErr  error
 }
 
-// nodeOptions are knobs tests turn; the command line never sets them.
-type nodeOptions struct {
-	raft          store.RaftConfig
-	gossipProfile string
-	retryJoin     time.Duration
-	promoteAfter  time.Duration
-	joinGrace     time.Duration
-	resolver      *net.Resolver // nil: the system's; tests bring their own DNS
-}
-
-// startNode brings a node up: listeners first (so :0 ports are known before
-// they are advertised), then the store, gossip and the REST server.
-func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.Logger) (_ *node, err error) {
-	n := &node{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
+// Start checks cfg and brings a node up: listeners first (so :0 ports are
+// known before they are advertised), then the store, gossip and the REST
+// server. It returns once the node serves; the cluster may still be
+// forming (see /readyz). Ending ctx stops background work such as
+// creating cfg.Regions, not the node: Shutdown or Close does that.
+func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		if logger, err = NewLogger(os.Stderr, cfg.LogLevel, cfg.LogFormat); err != nil {
+			return nil, err
+		}
+	}
+	n := &Node{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -124,12 +131,12 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 			InternalAddr:    advInternal,
 			Groups:          cfg.Groups,
 			BootstrapExpect: cfg.BootstrapExpect,
-			Version:         version,
+			Version:         cfg.Version,
 		},
 		Join:          cfg.Join,
-		Resolver:      opts.resolver,
-		RetryInterval: opts.retryJoin,
-		Profile:       opts.gossipProfile,
+		Resolver:      cfg.Resolver,
+		RetryInterval: cfg.RetryJoin,
+		Profile:       cfg.GossipProfile,
 		SecretKey:     secret,
 		Logger:        logger.With("component", "gossip"),
 	})
@@ -150,11 +157,11 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		Advertise:         advInternal,
 		BootstrapExpect:   cfg.BootstrapExpect,
 		JoinRequested:     len(cfg.Join) > 0,
-		JoinGrace:         opts.joinGrace,
+		JoinGrace:         cfg.JoinGrace,
 		Members:           n.cluster,
-		Raft:              opts.raft,
+		Raft:              cfg.Raft,
 		DeadMemberTimeout: cfg.DeadMemberTimeout,
-		PromoteAfter:      opts.promoteAfter,
+		PromoteAfter:      cfg.PromoteAfter,
 		PartitionGroups:   cfg.PartitionGroups,
 		ReplicationFactor: cfg.ReplicationFactor,
 		// Every body the REST API accepts can be forwarded whole.
@@ -211,16 +218,17 @@ func startNode(ctx context.Context, cfg Config, opts nodeOptions, logger *slog.L
 		}()
 	}
 	abs, _ := filepath.Abs(cfg.DataDir)
-	logger.Info("kvnode started", "name", cfg.Name, "version", version, "rest", n.restURL,
+	logger.Info("kvnode started", "name", cfg.Name, "version", cfg.Version, "rest", n.restURL,
 		"http", n.httpLn.Addr().String(), "internal", advInternal, "gossip", n.cluster.LocalAddr(),
 		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join,
 		"security", n.auth != nil, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
 	return n, nil
 }
 
-// reloadSecurity re-reads the security file (SIGHUP); a file that does not
-// load leaves the current one in force.
-func (n *node) reloadSecurity() error {
+// ReloadSecurity re-reads the security file (cmd/kvnode does on SIGHUP); a
+// file that does not load leaves the current one in force. The outcome is
+// logged as well as returned.
+func (n *Node) ReloadSecurity() error {
 	if n.auth == nil {
 		return errors.New("security is off: no --security-file to reload")
 	}
@@ -232,11 +240,45 @@ func (n *node) reloadSecurity() error {
 	return nil
 }
 
-// shutdown stops the node. A graceful shutdown (SIGTERM) stops accepting
-// requests, lets in-flight ones finish, hands off leadership, leaves the
-// Raft group and gossip, and closes. An abrupt one just closes everything,
-// as a crash would, except that files are closed cleanly.
-func (n *node) shutdown(graceful bool) error {
+// Shutdown stops the node gracefully, as SIGTERM does: it stops accepting
+// requests, lets in-flight ones finish, leaves gossip, hands its partition
+// replicas and leadership on, leaves the Raft groups and closes, within
+// Config.ShutdownTimeout. Only the first Shutdown or Close does anything.
+func (n *Node) Shutdown() error { return n.stop(true) }
+
+// Close stops the node abruptly, as a crash would, except that files are
+// closed cleanly: the other members see it fail. Only the first Shutdown or
+// Close does anything.
+func (n *Node) Close() error { return n.stop(false) }
+
+func (n *Node) stop(graceful bool) error {
+	n.stopOnce.Do(func() { n.stopErr = n.shutdown(graceful) })
+	return n.stopErr
+}
+
+// Err delivers an error if the REST server stops serving on its own.
+func (n *Node) Err() <-chan error { return n.serveErr }
+
+// Name is the node's member name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// Config is the configuration the node was started with.
+func (n *Node) Config() Config { return n.cfg }
+
+// HTTPAddr is the address the REST API listens on (with the port chosen
+// when Config.HTTPAddr asked for port 0).
+func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
+
+// RESTURL is the REST base URL the node advertises to the cluster.
+func (n *Node) RESTURL() string { return n.restURL }
+
+// GossipAddr is the address gossip listens on, what others --join.
+func (n *Node) GossipAddr() string { return n.cluster.LocalAddr() }
+
+// Store is the node's store, for tests and programs that embed a node.
+func (n *Node) Store() *store.Store { return n.store }
+
+func (n *Node) shutdown(graceful bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 	defer cancel()
 	var errs []error

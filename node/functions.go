@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -170,7 +170,7 @@ func (d functionData) MemberInfo(context.Context) (any, error) {
 		Name:          d.cfg.Name,
 		Groups:        groups,
 		RESTURL:       d.restURL,
-		Version:       version,
+		Version:       d.cfg.Version,
 		UptimeSeconds: int64(time.Since(d.started).Seconds()),
 		RaftGroups:    []memberGroup{},
 	}

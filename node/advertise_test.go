@@ -1,4 +1,4 @@
-package main
+package node_test
 
 import (
 	"encoding/json"
@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodetest"
 )
 
 // TestAdvertisedAddresses: with --advertise-internal and --advertise-gossip
@@ -14,8 +17,8 @@ import (
 // replicated write only commits if Raft reached the first through it.
 func TestAdvertisedAddresses(t *testing.T) {
 	internal, gossip := freeTCPUDPPort(t), freeTCPUDPPort(t)
-	ip := newInProcess(t)
-	ip.tune = func(name string, cfg *Config) {
+	ip := nodetest.New(t)
+	ip.Tune = func(name string, cfg *node.Config) {
 		cfg.Regions = nil
 		if name == "a" {
 			cfg.InternalAddr = "127.0.0.1:" + internal
@@ -24,9 +27,9 @@ func TestAdvertisedAddresses(t *testing.T) {
 			cfg.AdvertiseGossip = "127.0.0.1:" + gossip
 		}
 	}
-	a := ip.start("a", 2)
-	b := ip.start("b", 2)
-	ip.leader()
+	a := ip.Start("a", 2)
+	b := ip.Start("b", 2)
+	ip.Leader()
 
 	var v struct {
 		Term    uint64 `json:"term"`
@@ -36,7 +39,7 @@ func TestAdvertisedAddresses(t *testing.T) {
 			GossipAddr   string `json:"gossipAddr"`
 		} `json:"members"`
 	}
-	if err := json.Unmarshal([]byte(mustCall(t, b, "GET", "/management/v1/cluster", "", 200).body), &v); err != nil {
+	if err := json.Unmarshal([]byte(nodetest.MustCall(t, b, "GET", "/management/v1/cluster", "", 200).Body), &v); err != nil {
 		t.Fatal(err)
 	}
 	if v.Term == 0 {
@@ -54,10 +57,10 @@ func TestAdvertisedAddresses(t *testing.T) {
 	if !found {
 		t.Fatalf("b does not list a: %+v", v.Members)
 	}
-	mustCall(t, b, "POST", "/management/v1/regions", `{"name":"r","type":"REPLICATE"}`, 201)
-	mustCall(t, b, "PUT", "/kv/v1/r/k", `{"v":1}`, 200)
-	waitUntil(t, 10*time.Second, "a to apply b's write", func() bool {
-		return call(t, a, "GET", "/kv/v1/r/k", "").status == 200
+	nodetest.MustCall(t, b, "POST", "/management/v1/regions", `{"name":"r","type":"REPLICATE"}`, 201)
+	nodetest.MustCall(t, b, "PUT", "/kv/v1/r/k", `{"v":1}`, 200)
+	nodetest.WaitUntil(t, 10*time.Second, "a to apply b's write", func() bool {
+		return nodetest.Call(t, a, "GET", "/kv/v1/r/k", "").Status == 200
 	})
 }
 

@@ -1,4 +1,4 @@
-package main
+package node_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodetest"
 )
 
 // TestListingsOnThreeNodes lists regions through REST on every node of a
@@ -20,16 +23,16 @@ import (
 // every listing is in key order, each key once, with every key whose write
 // was acknowledged before the request.
 func TestListingsOnThreeNodes(t *testing.T) {
-	ip := newInProcess(t)
-	ip.tune = func(_ string, cfg *Config) {
+	ip := nodetest.New(t)
+	ip.Tune = func(_ string, cfg *node.Config) {
 		cfg.PartitionGroups = 4
 		cfg.ReplicationFactor = 1
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		ip.start(name, 3)
+		ip.Start(name, 3)
 	}
-	ip.leader()
-	nodes := []*node{ip.nodes["a"], ip.nodes["b"], ip.nodes["c"]}
+	ip.Leader()
+	nodes := []*node.Node{ip.Nodes["a"], ip.Nodes["b"], ip.Nodes["c"]}
 	const n = 300
 	keys := make([]string, n)
 	vals := make([]string, n)
@@ -39,37 +42,37 @@ func TestListingsOnThreeNodes(t *testing.T) {
 	}
 	for _, reg := range []string{"rep", "part"} {
 		kind := map[string]string{"rep": "REPLICATE", "part": "PARTITION"}[reg]
-		mustCall(t, nodes[0], "POST", "/management/v1/regions", fmt.Sprintf(`{"name":%q,"type":%q}`, reg, kind), 201)
+		nodetest.MustCall(t, nodes[0], "POST", "/management/v1/regions", fmt.Sprintf(`{"name":%q,"type":%q}`, reg, kind), 201)
 		for start := 0; start < n; start += 50 {
 			path := "/kv/v1/" + reg + "/" + strings.Join(keys[start:start+50], ",")
 			body := "[" + strings.Join(vals[start:start+50], ",") + "]"
-			waitUntil(t, 30*time.Second, "a multi-key PUT into "+reg, func() bool {
-				return call(t, nodes[start/50%3], "PUT", path, body).status == 200
+			nodetest.WaitUntil(t, 30*time.Second, "a multi-key PUT into "+reg, func() bool {
+				return nodetest.Call(t, nodes[start/50%3], "PUT", path, body).Status == 200
 			})
 		}
 	}
 
 	for _, node := range nodes {
 		for _, reg := range []string{"rep", "part"} {
-			base := "http://" + node.httpLn.Addr().String() + "/kv/v1/" + reg
-			r := mustCall(t, node, "GET", "/kv/v1/"+reg+"/keys", "", 200)
-			if want := `{"keys":["` + strings.Join(keys, `","`) + `"]}`; r.body != want {
-				t.Errorf("%s: GET %s/keys = %.80s..., want %.80s...", node.cfg.Name, reg, r.body, want)
+			base := "http://" + node.HTTPAddr() + "/kv/v1/" + reg
+			r := nodetest.MustCall(t, node, "GET", "/kv/v1/"+reg+"/keys", "", 200)
+			if want := `{"keys":["` + strings.Join(keys, `","`) + `"]}`; r.Body != want {
+				t.Errorf("%s: GET %s/keys = %.80s..., want %.80s...", node.Name(), reg, r.Body, want)
 			}
-			if got := r.header.Get("Location"); got != base+"/keys" {
-				t.Errorf("%s: GET %s/keys Location = %q, want %q", node.cfg.Name, reg, got, base+"/keys")
+			if got := r.Header.Get("Location"); got != base+"/keys" {
+				t.Errorf("%s: GET %s/keys Location = %q, want %q", node.Name(), reg, got, base+"/keys")
 			}
 			for _, limit := range []int{n, 7} {
 				q := "ALL"
 				if limit < n {
 					q = fmt.Sprint(limit)
 				}
-				r := mustCall(t, node, "GET", "/kv/v1/"+reg+"?limit="+q, "", 200)
-				if want := `{"` + reg + `":[` + strings.Join(vals[:limit], ",") + `]}`; r.body != want {
-					t.Errorf("%s: GET %s?limit=%s = %.80s..., want %.80s...", node.cfg.Name, reg, q, r.body, want)
+				r := nodetest.MustCall(t, node, "GET", "/kv/v1/"+reg+"?limit="+q, "", 200)
+				if want := `{"` + reg + `":[` + strings.Join(vals[:limit], ",") + `]}`; r.Body != want {
+					t.Errorf("%s: GET %s?limit=%s = %.80s..., want %.80s...", node.Name(), reg, q, r.Body, want)
 				}
-				if got, want := r.header.Get("Content-Location"), base+"/"+strings.Join(keys[:limit], ","); got != want {
-					t.Errorf("%s: GET %s?limit=%s Content-Location = %.80s..., want %.80s...", node.cfg.Name, reg, q, got, want)
+				if got, want := r.Header.Get("Content-Location"), base+"/"+strings.Join(keys[:limit], ","); got != want {
+					t.Errorf("%s: GET %s?limit=%s Content-Location = %.80s..., want %.80s...", node.Name(), reg, q, got, want)
 				}
 			}
 		}
@@ -105,16 +108,16 @@ func TestListingsOnThreeNodes(t *testing.T) {
 				var got []string
 				if listings%2 == 0 {
 					var doc struct{ Keys []string }
-					r := mustCall(t, node, "GET", "/kv/v1/"+reg+"/keys", "", 200)
-					if err := json.Unmarshal([]byte(r.body), &doc); err != nil {
-						t.Fatalf("%s: /keys body: %v", node.cfg.Name, err)
+					r := nodetest.MustCall(t, node, "GET", "/kv/v1/"+reg+"/keys", "", 200)
+					if err := json.Unmarshal([]byte(r.Body), &doc); err != nil {
+						t.Fatalf("%s: /keys body: %v", node.Name(), err)
 					}
 					got = doc.Keys
 				} else {
 					var doc map[string][]struct{ K string }
-					r := mustCall(t, node, "GET", "/kv/v1/"+reg+"?limit=ALL", "", 200)
-					if err := json.Unmarshal([]byte(r.body), &doc); err != nil {
-						t.Fatalf("%s: ?limit=ALL body: %v", node.cfg.Name, err)
+					r := nodetest.MustCall(t, node, "GET", "/kv/v1/"+reg+"?limit=ALL", "", 200)
+					if err := json.Unmarshal([]byte(r.Body), &doc); err != nil {
+						t.Fatalf("%s: ?limit=ALL body: %v", node.Name(), err)
 					}
 					for _, v := range doc[reg] {
 						got = append(got, v.K)
@@ -122,12 +125,12 @@ func TestListingsOnThreeNodes(t *testing.T) {
 				}
 				for i := 1; i < len(got); i++ {
 					if got[i] <= got[i-1] {
-						t.Fatalf("%s: listing has %q after %q, want strictly ascending keys", node.cfg.Name, got[i], got[i-1])
+						t.Fatalf("%s: listing has %q after %q, want strictly ascending keys", node.Name(), got[i], got[i-1])
 					}
 				}
 				for _, k := range append(slices.Clone(keys), before...) {
 					if _, found := slices.BinarySearch(got, k); !found {
-						t.Fatalf("%s: listing of %d keys lacks %s, written (and acknowledged) before it", node.cfg.Name, len(got), k)
+						t.Fatalf("%s: listing of %d keys lacks %s, written (and acknowledged) before it", node.Name(), len(got), k)
 					}
 				}
 			}
@@ -141,10 +144,10 @@ func TestListingsOnThreeNodes(t *testing.T) {
 
 // tryPut is a PUT for a goroutine other than the test's: it reports the
 // status, 0 when there was no answer, and never stops the test.
-func tryPut(n *node, path, body string) int {
+func tryPut(n *node.Node, path, body string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "PUT", "http://"+n.httpLn.Addr().String()+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, "PUT", "http://"+n.HTTPAddr()+path, strings.NewReader(body))
 	if err != nil {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package main
+package node_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodetest"
 	"github.com/miekg/dns"
 )
 
@@ -124,9 +126,9 @@ func TestJoinThroughOneDNSName(t *testing.T) {
 	}
 	peers := newPeerDNS(t, "kvnode-peers")
 	port := commonPort(t, ips)
-	ip := newInProcess(t)
-	ip.resolver = peers.resolver()
-	ip.tune = func(name string, cfg *Config) {
+	ip := nodetest.New(t)
+	ip.Resolver = peers.resolver()
+	ip.Tune = func(name string, cfg *node.Config) {
 		host := ips[slices.Index([]string{"kvnode-0", "kvnode-1", "kvnode-2"}, name)]
 		cfg.HTTPAddr = host + ":0"
 		cfg.InternalAddr = host + ":0"
@@ -135,12 +137,12 @@ func TestJoinThroughOneDNSName(t *testing.T) {
 	}
 	for i, name := range []string{"kvnode-0", "kvnode-1", "kvnode-2"} {
 		peers.publish(ips[i])
-		ip.start(name, 3)
+		ip.Start(name, 3)
 		time.Sleep(300 * time.Millisecond)
 	}
-	leader := ip.leader()
-	waitUntil(t, 20*time.Second, "three voters", func() bool {
-		v := view(t, leader)
+	leader := ip.Leader()
+	nodetest.WaitUntil(t, 20*time.Second, "three voters", func() bool {
+		v := nodetest.View(t, leader)
 		voters := 0
 		for _, m := range v.Members {
 			if m.Suffrage == "voter" {
@@ -149,16 +151,16 @@ func TestJoinThroughOneDNSName(t *testing.T) {
 		}
 		return voters == 3 && len(v.Members) == 3
 	})
-	mustCall(t, leader, "POST", "/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`, 201)
-	mustCall(t, ip.nodes["kvnode-2"], "PUT", "/kv/v1/orders/1", `{"total":1}`, 200)
-	for name, n := range ip.nodes {
-		if r := mustCall(t, n, "GET", "/kv/v1/orders/1", "", 200); r.body != `{"total":1}` {
-			t.Errorf("%s: GET orders/1 = %s", name, r.body)
+	nodetest.MustCall(t, leader, "POST", "/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`, 201)
+	nodetest.MustCall(t, ip.Nodes["kvnode-2"], "PUT", "/kv/v1/orders/1", `{"total":1}`, 200)
+	for name, n := range ip.Nodes {
+		if r := nodetest.MustCall(t, n, "GET", "/kv/v1/orders/1", "", 200); r.Body != `{"total":1}` {
+			t.Errorf("%s: GET orders/1 = %s", name, r.Body)
 		}
 	}
 	// Every member is told about the others by gossip: /servers lists three.
-	waitUntil(t, 10*time.Second, "/servers to list three members", func() bool {
-		r := mustCall(t, ip.nodes["kvnode-1"], "GET", "/kv/v1/servers", "", 200)
-		return strings.Count(r.body, "http://") == 3
+	nodetest.WaitUntil(t, 10*time.Second, "/servers to list three members", func() bool {
+		r := nodetest.MustCall(t, ip.Nodes["kvnode-1"], "GET", "/kv/v1/servers", "", 200)
+		return strings.Count(r.Body, "http://") == 3
 	})
 }

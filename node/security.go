@@ -1,16 +1,12 @@
-package main
+package node
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-
-	"github.com/kvnode/kvnode/auth"
 )
 
 // tlsSetup is the TLS of a node: the REST port's server side, and mutual
@@ -106,19 +102,4 @@ func gossipKey(cfg Config) ([]byte, error) {
 		return key, nil
 	}
 	return nil, fmt.Errorf("--gossip-key: %d bytes; want 16, 24 or 32 (e.g. head -c 32 /dev/urandom | base64)", len(key))
-}
-
-// hashPassword is `kvnode hash-password`: one line from in, its bcrypt
-// hash to out.
-func hashPassword(in io.Reader, out io.Writer) error {
-	line, err := bufio.NewReader(in).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read the password: %w", err)
-	}
-	h, err := auth.HashPassword([]byte(line))
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(out, h)
-	return err
 }

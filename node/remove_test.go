@@ -1,4 +1,4 @@
-package main
+package node_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodetest"
 )
 
 // TestFunctionRemoveIsAtomic: the functions' region.remove, raced by
@@ -19,12 +22,12 @@ import (
 // and A's delete removes v2 while returning v1 (v1 returned twice, v2
 // lost).
 func TestFunctionRemoveIsAtomic(t *testing.T) {
-	ip := newInProcess(t)
-	n := ip.start("a", 1)
-	ip.leader()
-	mustCall(t, n, "POST", "/management/v1/regions", `{"name":"rep","type":"REPLICATE"}`, 201)
-	mustCall(t, n, "POST", "/management/v1/regions", `{"name":"par","type":"PARTITION"}`, 201)
-	d := functionData{store: n.store, cfg: n.cfg}
+	ip := nodetest.New(t)
+	n := ip.Start("a", 1)
+	ip.Leader()
+	nodetest.MustCall(t, n, "POST", "/management/v1/regions", `{"name":"rep","type":"REPLICATE"}`, 201)
+	nodetest.MustCall(t, n, "POST", "/management/v1/regions", `{"name":"par","type":"PARTITION"}`, 201)
+	d := node.FunctionData(n)
 
 	for _, region := range []string{"rep", "par"} {
 		t.Run(region, func(t *testing.T) {

@@ -1,88 +1,20 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
-	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/region"
-	"github.com/kvnode/kvnode/store"
 )
 
 // envPrefix starts every environment variable that sets a flag:
 // --http-addr is KVNODE_HTTP_ADDR.
 const envPrefix = "KVNODE_"
-
-// Config is everything a node is started with. Fields are filled from
-// defaults, then KVNODE_* environment variables, then command-line flags
-// (the last wins), and checked by Validate.
-type Config struct {
-	Name              string
-	DataDir           string
-	HTTPAddr          string
-	AdvertiseHTTP     string
-	InternalAddr      string
-	AdvertiseInternal string
-	GossipAddr        string
-	AdvertiseGossip   string
-	Join              []string
-	BootstrapExpect   int
-	Groups            []string
-	Regions           []region.Info
-	PartitionGroups   int
-	ReplicationFactor int
-	LogLevel          string
-	LogFormat         string
-
-	DeadMemberTimeout time.Duration
-	RequestTimeout    time.Duration
-	ShutdownTimeout   time.Duration
-	MaxBodySize       int64
-	MaxQueryTime      time.Duration
-	MaxQueryRows      int
-	FunctionTimeout   time.Duration
-	SecurityFile      string
-	TLSCert           string
-	TLSKey            string
-	TLSCA             string
-	GossipKey         string
-}
-
-// defaultConfig is a working single-node cluster in ./kvdata on :8080.
-func defaultConfig() Config {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "kvnode"
-	}
-	return Config{
-		Name:              host,
-		DataDir:           "./kvdata",
-		HTTPAddr:          ":8080",
-		InternalAddr:      ":7070",
-		GossipAddr:        ":7946",
-		BootstrapExpect:   1,
-		PartitionGroups:   4,
-		ReplicationFactor: 3,
-		LogLevel:          "info",
-		LogFormat:         "text",
-		DeadMemberTimeout: 72 * time.Hour,
-		RequestTimeout:    10 * time.Second,
-		ShutdownTimeout:   20 * time.Second,
-		MaxBodySize:       16 << 20,
-		MaxQueryTime:      30 * time.Second,
-		MaxQueryRows:      100_000,
-		FunctionTimeout:   30 * time.Second,
-	}
-}
 
 // listValue is a comma-separated flag.
 type listValue struct{ p *[]string }
@@ -188,7 +120,7 @@ func parseSize(s string) (int64, error) {
 
 // flagSet declares every flag of the node; the flag names are the contract
 // of design.md §4 plus a few operational knobs.
-func flagSet(cfg *Config, out io.Writer) *flag.FlagSet {
+func flagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("kvnode", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "node name, unique in the cluster (default: the host name)")
@@ -231,8 +163,8 @@ func envName(flagName string) string {
 // returns the names of KVNODE_* variables that match no flag, for a warning
 // (Kubernetes injects KVNODE_SERVICE_HOST and friends for a service named
 // kvnode, so they must not be fatal).
-func parseConfig(args, env []string, out io.Writer) (Config, []string, error) {
-	cfg := defaultConfig()
+func parseConfig(args, env []string, out io.Writer) (node.Config, []string, error) {
+	cfg := node.Default()
 	fs := flagSet(&cfg, out)
 	known := map[string]string{}
 	fs.VisitAll(func(f *flag.Flag) { known[envName(f.Name)] = f.Name })
@@ -259,101 +191,4 @@ func parseConfig(args, env []string, out io.Writer) (Config, []string, error) {
 	}
 	sort.Strings(unknown)
 	return cfg, unknown, cfg.Validate()
-}
-
-// Validate checks the configuration and says what is wrong in words an
-// operator can act on.
-func (c Config) Validate() error {
-	var errs []error
-	if c.Name == "" {
-		errs = append(errs, errors.New("--name is empty"))
-	} else if strings.ContainsAny(c.Name, " \t\n,/") || len(c.Name) > 128 {
-		errs = append(errs, fmt.Errorf("--name %q: use at most 128 characters without spaces, commas or slashes", c.Name))
-	}
-	if c.DataDir == "" {
-		errs = append(errs, errors.New("--data-dir is empty"))
-	}
-	for _, a := range []struct{ flagName, addr string }{
-		{"--http-addr", c.HTTPAddr}, {"--internal-addr", c.InternalAddr}, {"--gossip-addr", c.GossipAddr},
-	} {
-		flagName, addr := a.flagName, a.addr
-		if _, port, err := net.SplitHostPort(addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: want host:port or :port: %v", flagName, addr, err))
-		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: bad port", flagName, addr))
-		}
-	}
-	if c.AdvertiseHTTP != "" {
-		u, err := url.Parse(c.AdvertiseHTTP)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			errs = append(errs, fmt.Errorf("--advertise-http %q: want a base URL like http://host:8080", c.AdvertiseHTTP))
-		}
-	}
-	if c.AdvertiseInternal != "" {
-		if host, port, err := net.SplitHostPort(c.AdvertiseInternal); err != nil || host == "" || !validPort(port) {
-			errs = append(errs, fmt.Errorf("--advertise-internal %q: want host:port", c.AdvertiseInternal))
-		}
-	}
-	if c.AdvertiseGossip != "" {
-		if ap, err := netip.ParseAddrPort(c.AdvertiseGossip); err != nil || ap.Port() == 0 || ap.Addr().IsUnspecified() {
-			errs = append(errs, fmt.Errorf("--advertise-gossip %q: want ip:port (gossip advertises an IP, not a name)", c.AdvertiseGossip))
-		}
-	}
-	for _, j := range c.Join {
-		if _, _, err := net.SplitHostPort(j); err != nil && strings.Contains(err.Error(), "too many colons") {
-			errs = append(errs, fmt.Errorf("--join %q: write IPv6 addresses as [addr]:port", j))
-		}
-	}
-	if c.BootstrapExpect < 1 {
-		errs = append(errs, fmt.Errorf("--bootstrap-expect %d: must be at least 1", c.BootstrapExpect))
-	}
-	for _, g := range c.Groups {
-		if strings.ContainsAny(g, " \t\n") {
-			errs = append(errs, fmt.Errorf("--groups: group %q contains white space", g))
-		}
-	}
-	if c.PartitionGroups < 1 || c.PartitionGroups > 113 {
-		errs = append(errs, fmt.Errorf("--partition-groups %d: must be between 1 and 113 (the bucket count)", c.PartitionGroups))
-	}
-	if c.ReplicationFactor < 1 {
-		errs = append(errs, fmt.Errorf("--replication-factor %d: must be at least 1", c.ReplicationFactor))
-	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
-		errs = append(errs, err)
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
-	}
-	if c.DeadMemberTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--dead-member-timeout %v: must be positive", c.DeadMemberTimeout))
-	}
-	if c.RequestTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--request-timeout %v: must be positive", c.RequestTimeout))
-	}
-	if c.ShutdownTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--shutdown-timeout %v: must be positive", c.ShutdownTimeout))
-	}
-	if c.MaxBodySize <= 0 {
-		errs = append(errs, fmt.Errorf("--max-body-size %d: must be positive", c.MaxBodySize))
-	}
-	if c.MaxBodySize > store.MaxBodyBytes {
-		errs = append(errs, fmt.Errorf("--max-body-size %d: at most %d (1GiB): a body is forwarded, logged and replicated as one Raft entry, "+
-			"held several times in memory on every member, and the log store refuses entries near 2GiB", c.MaxBodySize, store.MaxBodyBytes))
-	}
-	if c.MaxQueryTime <= 0 {
-		errs = append(errs, fmt.Errorf("--max-query-time %v: must be positive", c.MaxQueryTime))
-	}
-	if c.FunctionTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("--function-timeout %v: must be positive", c.FunctionTimeout))
-	}
-	if c.MaxQueryRows <= 0 {
-		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))
-	}
-	return errors.Join(errs...)
-}
-
-// validPort reports whether s is a port number other than 0.
-func validPort(s string) bool {
-	p, err := strconv.ParseUint(s, 10, 16)
-	return err == nil && p != 0
 }

@@ -1,4 +1,4 @@
-package main
+package nodetest
 
 import (
 	"context"
@@ -8,23 +8,23 @@ import (
 	"sync"
 )
 
-// logTap records the log lines of a test's nodes at info level and above,
+// LogTap records the log lines of a test's nodes at info level and above,
 // each as one line of text ("node: message key=value ..."), so a test can
 // wait for the line that proves something happened (an attempt was made
 // and refused) instead of sleeping and hoping it did.
-type logTap struct {
+type LogTap struct {
 	mu    sync.Mutex
 	lines []string
 }
 
-// logger returns a logger whose records go to the tap, tagged with node
+// Logger returns a logger whose records go to the tap, tagged with node
 // (and, with KVNODE_TEST_LOG set, to stderr as usual).
-func (lt *logTap) logger(node string) *slog.Logger {
-	return slog.New(&tapHandler{lt: lt, prefix: node + ": ", next: nodeLogger(node).Handler()})
+func (lt *LogTap) Logger(node string) *slog.Logger {
+	return slog.New(&tapHandler{lt: lt, prefix: node + ": ", next: Logger(node).Handler()})
 }
 
-// seen reports whether a line from node contains every one of parts.
-func (lt *logTap) seen(node string, parts ...string) bool {
+// Seen reports whether a line from node contains every one of parts.
+func (lt *LogTap) Seen(node string, parts ...string) bool {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	for _, l := range lt.lines {
@@ -43,7 +43,7 @@ func (lt *logTap) seen(node string, parts ...string) bool {
 }
 
 type tapHandler struct {
-	lt     *logTap
+	lt     *LogTap
 	prefix string // node name and the attributes added by With
 	next   slog.Handler
 }

@@ -1,4 +1,4 @@
-package main
+package node_test
 
 import (
 	"encoding/json"
@@ -9,13 +9,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodetest"
 )
 
 // deploy PUTs a JavaScript function on node n.
-func deploy(t *testing.T, n *node, id, source string, extra string, want int) reply {
+func deploy(t *testing.T, n *node.Node, id, source string, extra string, want int) nodetest.Reply {
 	t.Helper()
 	body, _ := json.Marshal(source)
-	return mustCall(t, n, "PUT", "/management/v1/functions/"+id, `{"source":`+string(body)+extra+`}`, want)
+	return nodetest.MustCall(t, n, "PUT", "/management/v1/functions/"+id, `{"source":`+string(body)+extra+`}`, want)
 }
 
 // memberNames reads the "name" or "member" of each result.
@@ -41,40 +44,40 @@ func memberNames(t *testing.T, body string) []string {
 // member groups, partition group leaders narrowed by filter keys), deployed
 // JavaScript with linearizable writes, and a runaway script.
 func TestFunctionsOnThreeNodes(t *testing.T) {
-	ip := newInProcess(t)
+	ip := nodetest.New(t)
 	memberGroups := map[string][]string{"a": {"east"}, "b": {"east", "west"}, "c": {"west"}}
-	ip.tune = func(name string, cfg *Config) {
+	ip.Tune = func(name string, cfg *node.Config) {
 		cfg.Groups = memberGroups[name]
 		cfg.ReplicationFactor = 2
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		ip.start(name, 3)
+		ip.Start(name, 3)
 	}
-	ip.leader()
-	a, b, c := ip.nodes["a"], ip.nodes["b"], ip.nodes["c"]
-	nodes := []*node{a, b, c}
-	waitUntil(t, 10*time.Second, "every node to see 3 members", func() bool {
+	ip.Leader()
+	a, b, c := ip.Nodes["a"], ip.Nodes["b"], ip.Nodes["c"]
+	nodes := []*node.Node{a, b, c}
+	nodetest.WaitUntil(t, 10*time.Second, "every node to see 3 members", func() bool {
 		for _, n := range nodes {
-			r := call(t, n, "POST", "/kv/v1/functions/MemberInfo", "")
-			if r.status != 200 || len(memberNames(t, r.body)) != 3 {
+			r := nodetest.Call(t, n, "POST", "/kv/v1/functions/MemberInfo", "")
+			if r.Status != 200 || len(memberNames(t, r.Body)) != 3 {
 				return false
 			}
 		}
 		return true
 	})
-	mustCall(t, a, "POST", "/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`, 201)
-	mustCall(t, a, "POST", "/management/v1/regions", `{"name":"parts","type":"PARTITION"}`, 201)
+	nodetest.MustCall(t, a, "POST", "/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`, 201)
+	nodetest.MustCall(t, a, "POST", "/management/v1/regions", `{"name":"parts","type":"PARTITION"}`, 201)
 	sum := 0
 	for i := 0; i < 60; i++ {
-		mustCall(t, nodes[i%3], "PUT", fmt.Sprintf("/kv/v1/parts/k%02d", i), fmt.Sprintf(`{"id":%d,"price":%d}`, i, i), 200)
+		nodetest.MustCall(t, nodes[i%3], "PUT", fmt.Sprintf("/kv/v1/parts/k%02d", i), fmt.Sprintf(`{"id":%d,"price":%d}`, i, i), 200)
 		sum += i
 	}
 
 	// GET /functions: the built-ins, with Location.
-	r := mustCall(t, b, "GET", "/kv/v1/functions", "", 200)
-	if r.body != `{"functions":["ClearRegion","GetAll","MemberInfo","RegionSize","SumField"]}` ||
-		!strings.HasSuffix(r.header.Get("Location"), "/kv/v1/functions") {
-		t.Fatalf("GET /functions = %s, Location %q", r.body, r.header.Get("Location"))
+	r := nodetest.MustCall(t, b, "GET", "/kv/v1/functions", "", 200)
+	if r.Body != `{"functions":["ClearRegion","GetAll","MemberInfo","RegionSize","SumField"]}` ||
+		!strings.HasSuffix(r.Header.Get("Location"), "/kv/v1/functions") {
+		t.Fatalf("GET /functions = %s, Location %q", r.Body, r.Header.Get("Location"))
 	}
 
 	// Targeting by members and member groups, from any node.
@@ -87,12 +90,12 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 		{"?onGroups=west,east", "a,b,c"},
 	} {
 		for _, n := range nodes {
-			r := mustCall(t, n, "POST", "/kv/v1/functions/MemberInfo"+tc.query, "", 200)
-			if got := strings.Join(memberNames(t, r.body), ","); got != tc.want {
-				t.Errorf("%s: MemberInfo%s ran on %s, want %s", n.cfg.Name, tc.query, got, tc.want)
+			r := nodetest.MustCall(t, n, "POST", "/kv/v1/functions/MemberInfo"+tc.query, "", 200)
+			if got := strings.Join(memberNames(t, r.Body), ","); got != tc.want {
+				t.Errorf("%s: MemberInfo%s ran on %s, want %s", n.Name(), tc.query, got, tc.want)
 			}
-			if !strings.HasSuffix(r.header.Get("Location"), "/kv/v1/functions/MemberInfo") {
-				t.Errorf("Location = %q", r.header.Get("Location"))
+			if !strings.HasSuffix(r.Header.Get("Location"), "/kv/v1/functions/MemberInfo") {
+				t.Errorf("Location = %q", r.Header.Get("Location"))
 			}
 		}
 	}
@@ -104,27 +107,27 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 			Role  string `json:"role"`
 		} `json:"raftGroups"`
 	}
-	_ = json.Unmarshal([]byte(mustCall(t, c, "POST", "/kv/v1/functions/MemberInfo?onMembers=b", "", 200).body), &info)
+	_ = json.Unmarshal([]byte(nodetest.MustCall(t, c, "POST", "/kv/v1/functions/MemberInfo?onMembers=b", "", 200).Body), &info)
 	if len(info) != 1 || !slices.Equal(info[0].Groups, []string{"east", "west"}) || len(info[0].RaftGroups) == 0 {
 		t.Fatalf("MemberInfo of b = %+v", info)
 	}
 
 	// Data-aware built-ins on the partitioned region.
-	r = mustCall(t, c, "POST", "/kv/v1/functions/SumField?onRegion=parts", `[{"@type":"String","@value":"price"}]`, 200)
-	if r.body != fmt.Sprintf("[%d]", sum) {
-		t.Errorf("SumField(price) = %s, want [%d]", r.body, sum)
+	r = nodetest.MustCall(t, c, "POST", "/kv/v1/functions/SumField?onRegion=parts", `[{"@type":"String","@value":"price"}]`, 200)
+	if r.Body != fmt.Sprintf("[%d]", sum) {
+		t.Errorf("SumField(price) = %s, want [%d]", r.Body, sum)
 	}
-	r = mustCall(t, a, "POST", "/kv/v1/functions/SumField?onRegion=parts&filter=k01,k02,k59", `{"@type":"String","@value":"price"}`, 200)
-	if r.body != "[62]" {
-		t.Errorf("SumField(price) over k01,k02,k59 = %s, want [62]", r.body)
+	r = nodetest.MustCall(t, a, "POST", "/kv/v1/functions/SumField?onRegion=parts&filter=k01,k02,k59", `{"@type":"String","@value":"price"}`, 200)
+	if r.Body != "[62]" {
+		t.Errorf("SumField(price) over k01,k02,k59 = %s, want [62]", r.Body)
 	}
-	r = mustCall(t, b, "POST", "/kv/v1/functions/RegionSize?onRegion=parts", "", 200)
-	if !strings.HasSuffix(r.body, `{"region":"parts","total":60}]`) {
-		t.Errorf("RegionSize(parts) = %s, want a total of 60", r.body)
+	r = nodetest.MustCall(t, b, "POST", "/kv/v1/functions/RegionSize?onRegion=parts", "", 200)
+	if !strings.HasSuffix(r.Body, `{"region":"parts","total":60}]`) {
+		t.Errorf("RegionSize(parts) = %s, want a total of 60", r.Body)
 	}
-	r = mustCall(t, b, "POST", "/kv/v1/functions/GetAll?onRegion=parts&filter=k07,nope,k03", "", 200)
-	if r.body != `[{"id":7,"price":7},null,{"id":3,"price":3}]` {
-		t.Errorf("GetAll = %s", r.body)
+	r = nodetest.MustCall(t, b, "POST", "/kv/v1/functions/GetAll?onRegion=parts&filter=k07,nope,k03", "", 200)
+	if r.Body != `[{"id":7,"price":7},null,{"id":3,"price":3}]` {
+		t.Errorf("GetAll = %s", r.Body)
 	}
 
 	// filter routes to the leaders of the keys' groups, and only to them.
@@ -136,20 +139,20 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 			Leader  string `json:"leader"`
 		} `json:"groups"`
 	}
-	_ = json.Unmarshal([]byte(mustCall(t, a, "GET", "/management/v1/partitions", "", 200).body), &parts)
+	_ = json.Unmarshal([]byte(nodetest.MustCall(t, a, "GET", "/management/v1/partitions", "", 200).Body), &parts)
 	leaderOf := map[uint64]string{}
 	for _, g := range parts.Groups {
 		leaderOf[g.Group] = g.Leader
 	}
 	keys := []string{"k00", "k11", "k22", "k33"}
-	r = mustCall(t, c, "POST", "/kv/v1/functions/whoami?onRegion=parts&filter="+strings.Join(keys, ","), "", 200)
+	r = nodetest.MustCall(t, c, "POST", "/kv/v1/functions/whoami?onRegion=parts&filter="+strings.Join(keys, ","), "", 200)
 	var ran []struct {
 		Member string   `json:"member"`
 		Filter []string `json:"filter"`
 		Groups []uint64 `json:"groups"`
 	}
-	if err := json.Unmarshal([]byte(r.body), &ran); err != nil {
-		t.Fatalf("whoami = %s: %v", r.body, err)
+	if err := json.Unmarshal([]byte(r.Body), &ran); err != nil {
+		t.Fatalf("whoami = %s: %v", r.Body, err)
 	}
 	var seen []string
 	for _, m := range ran {
@@ -162,7 +165,7 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 	}
 	sort.Strings(seen)
 	if !slices.Equal(seen, keys) {
-		t.Errorf("the members ran for keys %v, want exactly %v (%s)", seen, keys, r.body)
+		t.Errorf("the members ran for keys %v, want exactly %v (%s)", seen, keys, r.Body)
 	}
 
 	// Bad requests and unknown targets.
@@ -188,28 +191,28 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 		{"no @type", "/kv/v1/functions/MemberInfo", `[{"@value":1}]`, 400, "@type"},
 		{"bad SumField argument", "/kv/v1/functions/SumField?onRegion=parts", `[{"@type":"int","@value":1}]`, 500, "member"},
 	} {
-		r := call(t, b, "POST", tc.path, tc.body)
-		if r.status != tc.status || !strings.Contains(r.body, tc.cause) || !strings.HasPrefix(r.body, `{"cause":`) {
-			t.Errorf("%s: %d %s, want %d with a cause mentioning %q", tc.name, r.status, r.body, tc.status, tc.cause)
+		r := nodetest.Call(t, b, "POST", tc.path, tc.body)
+		if r.Status != tc.status || !strings.Contains(r.Body, tc.cause) || !strings.HasPrefix(r.Body, `{"cause":`) {
+			t.Errorf("%s: %d %s, want %d with a cause mentioning %q", tc.name, r.Status, r.Body, tc.status, tc.cause)
 		}
 	}
 
 	// A failure on one member is a 500 naming it.
 	deploy(t, b, "failOnB", `function execute(ctx) { if (ctx.member === "b") { throw new Error("b refuses"); } return 1; }`, "", 201)
-	r = call(t, a, "POST", "/kv/v1/functions/failOnB", "")
-	if r.status != 500 || !strings.Contains(r.body, "member b") || !strings.Contains(r.body, "b refuses") {
-		t.Errorf("failOnB = %d %s, want 500 naming member b", r.status, r.body)
+	r = nodetest.Call(t, a, "POST", "/kv/v1/functions/failOnB", "")
+	if r.Status != 500 || !strings.Contains(r.Body, "member b") || !strings.Contains(r.Body, "b refuses") {
+		t.Errorf("failOnB = %d %s, want 500 naming member b", r.Status, r.Body)
 	}
-	mustCall(t, a, "POST", "/kv/v1/functions/failOnB?onMembers=a,c", "", 200)
+	nodetest.MustCall(t, a, "POST", "/kv/v1/functions/failOnB?onMembers=a,c", "", 200)
 
 	// A function without a result answers an empty body.
 	deploy(t, c, "noResult", `function execute(ctx) { ctx.regions("orders").put("touched-" + ctx.member, {ok: true}); }`, `,"hasResult":false`, 201)
-	r = mustCall(t, a, "POST", "/kv/v1/functions/noResult", "", 200)
-	if r.body != "" {
-		t.Errorf("a function without a result answered %q, want an empty body", r.body)
+	r = nodetest.MustCall(t, a, "POST", "/kv/v1/functions/noResult", "", 200)
+	if r.Body != "" {
+		t.Errorf("a function without a result answered %q, want an empty body", r.Body)
 	}
 	for _, name := range []string{"a", "b", "c"} {
-		mustCall(t, b, "GET", "/kv/v1/orders/touched-"+name, "", 200)
+		nodetest.MustCall(t, b, "GET", "/kv/v1/orders/touched-"+name, "", 200)
 	}
 
 	// 100 increments from three nodes at once: exactly 100.
@@ -229,9 +232,9 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := call(t, nodes[i%3], "POST", "/kv/v1/functions/inc?onRegion=orders", "")
-			if r.status != 200 {
-				errs <- fmt.Sprintf("%d %s", r.status, r.body)
+			r := nodetest.Call(t, nodes[i%3], "POST", "/kv/v1/functions/inc?onRegion=orders", "")
+			if r.Status != 200 {
+				errs <- fmt.Sprintf("%d %s", r.Status, r.Body)
 			}
 		}()
 	}
@@ -240,35 +243,35 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 	for e := range errs {
 		t.Errorf("an increment failed: %s", e)
 	}
-	if r := mustCall(t, c, "GET", "/kv/v1/orders/counter", "", 200); r.body != `{"n":100}` {
-		t.Errorf("counter after 100 concurrent increments = %s, want {\"n\":100}", r.body)
+	if r := nodetest.MustCall(t, c, "GET", "/kv/v1/orders/counter", "", 200); r.Body != `{"n":100}` {
+		t.Errorf("counter after 100 concurrent increments = %s, want {\"n\":100}", r.Body)
 	}
 
 	// A query from a script, with bind values. (A returned array is
 	// several results, so the rows come back flat.)
 	deploy(t, b, "cheap", `function execute(ctx) { return ctx.query("SELECT p.id FROM /parts p WHERE p.price < $1 ORDER BY p.id", ctx.args[0]); }`, "", 201)
-	if r := mustCall(t, c, "POST", "/kv/v1/functions/cheap?onMembers=c", `[{"@type":"int","@value":3}]`, 200); r.body != "[0,1,2]" {
-		t.Errorf("cheap(3) = %s, want [0,1,2]", r.body)
+	if r := nodetest.MustCall(t, c, "POST", "/kv/v1/functions/cheap?onMembers=c", `[{"@type":"int","@value":3}]`, 200); r.Body != "[0,1,2]" {
+		t.Errorf("cheap(3) = %s, want [0,1,2]", r.Body)
 	}
 
 	// A runaway script is stopped within the limit; the node stays healthy.
 	deploy(t, a, "spin", `function execute(ctx) { while (true) {} }`, `,"timeout":"2s"`, 201)
 	start := time.Now()
-	r = call(t, b, "POST", "/kv/v1/functions/spin?onMembers=b", "")
-	if r.status != 500 || !strings.Contains(r.body, "ran longer than") {
-		t.Errorf("spin = %d %s, want 500 saying it ran too long", r.status, r.body)
+	r = nodetest.Call(t, b, "POST", "/kv/v1/functions/spin?onMembers=b", "")
+	if r.Status != 500 || !strings.Contains(r.Body, "ran longer than") {
+		t.Errorf("spin = %d %s, want 500 saying it ran too long", r.Status, r.Body)
 	}
 	if d := time.Since(start); d > 6*time.Second {
 		t.Errorf("the runaway script was stopped after %v, want about 2s", d)
 	}
 	deploy(t, a, "hog", `function execute(ctx) { var a = [], s = "x"; for (;;) { if (s.length < 1048576) { s = s + s; } a.push(s + a.length); } }`, `,"timeout":"20s"`, 201)
-	r = call(t, c, "POST", "/kv/v1/functions/hog?onMembers=c", "")
-	if r.status != 500 || !strings.Contains(r.body, "stopped") {
-		t.Errorf("hog = %d %s, want 500 saying it was stopped", r.status, r.body)
+	r = nodetest.Call(t, c, "POST", "/kv/v1/functions/hog?onMembers=c", "")
+	if r.Status != 500 || !strings.Contains(r.Body, "stopped") {
+		t.Errorf("hog = %d %s, want 500 saying it was stopped", r.Status, r.Body)
 	}
-	t.Logf("hog: %s", r.body)
-	mustCall(t, b, "GET", "/kv/v1/ping", "", 200)
-	mustCall(t, b, "PUT", "/kv/v1/orders/after-spin", `{"ok":1}`, 200)
+	t.Logf("hog: %s", r.Body)
+	nodetest.MustCall(t, b, "GET", "/kv/v1/ping", "", 200)
+	nodetest.MustCall(t, b, "PUT", "/kv/v1/orders/after-spin", `{"ok":1}`, 200)
 
 	// Deployment management.
 	for _, tc := range []struct {
@@ -284,39 +287,39 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 		{"bad timeout", "x", `{"source":"function execute(){}","timeout":"soon"}`, 400, "timeout"},
 		{"a built-in's id", "MemberInfo", `{"source":"function execute(){}"}`, 409, "built-in"},
 	} {
-		r := call(t, a, "PUT", "/management/v1/functions/"+tc.id, tc.body)
-		if r.status != tc.status || !strings.Contains(r.body, tc.cause) {
-			t.Errorf("deploy %s: %d %s, want %d mentioning %q", tc.name, r.status, r.body, tc.status, tc.cause)
+		r := nodetest.Call(t, a, "PUT", "/management/v1/functions/"+tc.id, tc.body)
+		if r.Status != tc.status || !strings.Contains(r.Body, tc.cause) {
+			t.Errorf("deploy %s: %d %s, want %d mentioning %q", tc.name, r.Status, r.Body, tc.status, tc.cause)
 		}
 	}
 	deploy(t, b, "whoami", `function execute(ctx) { return "v2"; }`, "", 200) // replaced
-	if r := mustCall(t, c, "POST", "/kv/v1/functions/whoami?onMembers=a", "", 200); r.body != `["v2"]` {
-		t.Errorf("replaced whoami = %s, want [\"v2\"]", r.body)
+	if r := nodetest.MustCall(t, c, "POST", "/kv/v1/functions/whoami?onMembers=a", "", 200); r.Body != `["v2"]` {
+		t.Errorf("replaced whoami = %s, want [\"v2\"]", r.Body)
 	}
-	r = mustCall(t, c, "GET", "/management/v1/functions/whoami", "", 200)
-	if !strings.Contains(r.body, `"permission":"DATA:WRITE"`) || !strings.Contains(r.body, `"hasResult":true`) {
-		t.Errorf("GET whoami = %s, want the default permission and hasResult", r.body)
+	r = nodetest.MustCall(t, c, "GET", "/management/v1/functions/whoami", "", 200)
+	if !strings.Contains(r.Body, `"permission":"DATA:WRITE"`) || !strings.Contains(r.Body, `"hasResult":true`) {
+		t.Errorf("GET whoami = %s, want the default permission and hasResult", r.Body)
 	}
-	r = mustCall(t, a, "GET", "/kv/v1/functions", "", 200)
+	r = nodetest.MustCall(t, a, "GET", "/kv/v1/functions", "", 200)
 	for _, id := range []string{"cheap", "inc", "whoami", "MemberInfo"} {
-		if !strings.Contains(r.body, `"`+id+`"`) {
-			t.Errorf("GET /functions = %s, want %s listed", r.body, id)
+		if !strings.Contains(r.Body, `"`+id+`"`) {
+			t.Errorf("GET /functions = %s, want %s listed", r.Body, id)
 		}
 	}
-	mustCall(t, b, "DELETE", "/management/v1/functions/whoami", "", 200)
-	mustCall(t, c, "POST", "/kv/v1/functions/whoami", "", 404)
-	mustCall(t, a, "DELETE", "/management/v1/functions/whoami", "", 404)
-	mustCall(t, a, "GET", "/management/v1/functions", "", 200)
+	nodetest.MustCall(t, b, "DELETE", "/management/v1/functions/whoami", "", 200)
+	nodetest.MustCall(t, c, "POST", "/kv/v1/functions/whoami", "", 404)
+	nodetest.MustCall(t, a, "DELETE", "/management/v1/functions/whoami", "", 404)
+	nodetest.MustCall(t, a, "GET", "/management/v1/functions", "", 200)
 
 	// ClearRegion clears the partitioned region DELETE refuses.
-	mustCall(t, a, "DELETE", "/kv/v1/parts", "", 405)
-	r = mustCall(t, a, "POST", "/kv/v1/functions/ClearRegion?onRegion=parts", "", 200)
-	if r.body != "" {
-		t.Errorf("ClearRegion answered %q, want no body", r.body)
+	nodetest.MustCall(t, a, "DELETE", "/kv/v1/parts", "", 405)
+	r = nodetest.MustCall(t, a, "POST", "/kv/v1/functions/ClearRegion?onRegion=parts", "", 200)
+	if r.Body != "" {
+		t.Errorf("ClearRegion answered %q, want no body", r.Body)
 	}
 	for _, n := range nodes {
-		if r := mustCall(t, n, "HEAD", "/kv/v1/parts", "", 200); r.header.Get("Resource-Count") != "0" {
-			t.Errorf("%s: parts holds %s entries after ClearRegion", n.cfg.Name, r.header.Get("Resource-Count"))
+		if r := nodetest.MustCall(t, n, "HEAD", "/kv/v1/parts", "", 200); r.Header.Get("Resource-Count") != "0" {
+			t.Errorf("%s: parts holds %s entries after ClearRegion", n.Name(), r.Header.Get("Resource-Count"))
 		}
 	}
 }

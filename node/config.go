@@ -1,0 +1,228 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store"
+)
+
+// Config is everything a node is started with. cmd/kvnode fills it from
+// Default, then KVNODE_* environment variables, then command-line flags;
+// a program that embeds a node fills it itself. Start checks it with
+// Validate. Error messages name the command-line flag of a field (--name
+// for Name), since that is how operators know them.
+type Config struct {
+	Name              string
+	DataDir           string
+	HTTPAddr          string
+	AdvertiseHTTP     string
+	InternalAddr      string
+	AdvertiseInternal string
+	GossipAddr        string
+	AdvertiseGossip   string
+	Join              []string
+	BootstrapExpect   int
+	Groups            []string
+	Regions           []region.Info
+	PartitionGroups   int
+	ReplicationFactor int
+	LogLevel          string
+	LogFormat         string
+
+	DeadMemberTimeout time.Duration
+	RequestTimeout    time.Duration
+	ShutdownTimeout   time.Duration
+	MaxBodySize       int64
+	MaxQueryTime      time.Duration
+	MaxQueryRows      int
+	FunctionTimeout   time.Duration
+	SecurityFile      string
+	TLSCert           string
+	TLSKey            string
+	TLSCA             string
+	GossipKey         string
+
+	// Version is what the node reports in gossip, /servers' member info
+	// and its start-up log line (cmd/kvnode stamps it at build time).
+	Version string
+	// Logger receives the node's logs; nil builds one from LogLevel and
+	// LogFormat that writes to standard error.
+	Logger *slog.Logger
+
+	// Tuning no command-line flag sets; the zero value of each is the
+	// production default. Tests shorten them to form clusters fast.
+
+	// Raft overrides store.DefaultRaftConfig field by field.
+	Raft store.RaftConfig
+	// GossipProfile is memberlist's profile: "" (LAN) or "local".
+	GossipProfile string
+	// RetryJoin is how often an unanswered --join is tried again.
+	RetryJoin time.Duration
+	// PromoteAfter is how long a new member must stay alive before it
+	// becomes a voter.
+	PromoteAfter time.Duration
+	// JoinGrace is how long a member started with --join waits to be
+	// added before it bootstraps on its own.
+	JoinGrace time.Duration
+	// Resolver resolves --join names; nil is the system's.
+	Resolver *net.Resolver
+}
+
+// Default is a working single-node cluster in ./kvdata on :8080.
+func Default() Config {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "kvnode"
+	}
+	return Config{
+		Name:              host,
+		DataDir:           "./kvdata",
+		HTTPAddr:          ":8080",
+		InternalAddr:      ":7070",
+		GossipAddr:        ":7946",
+		BootstrapExpect:   1,
+		PartitionGroups:   4,
+		ReplicationFactor: 3,
+		LogLevel:          "info",
+		LogFormat:         "text",
+		DeadMemberTimeout: 72 * time.Hour,
+		RequestTimeout:    10 * time.Second,
+		ShutdownTimeout:   20 * time.Second,
+		MaxBodySize:       16 << 20,
+		MaxQueryTime:      30 * time.Second,
+		MaxQueryRows:      100_000,
+		FunctionTimeout:   30 * time.Second,
+		Version:           "dev",
+	}
+}
+
+// Validate checks the configuration and says what is wrong in words an
+// operator can act on.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("--name is empty"))
+	} else if strings.ContainsAny(c.Name, " \t\n,/") || len(c.Name) > 128 {
+		errs = append(errs, fmt.Errorf("--name %q: use at most 128 characters without spaces, commas or slashes", c.Name))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir is empty"))
+	}
+	for _, a := range []struct{ flagName, addr string }{
+		{"--http-addr", c.HTTPAddr}, {"--internal-addr", c.InternalAddr}, {"--gossip-addr", c.GossipAddr},
+	} {
+		flagName, addr := a.flagName, a.addr
+		if _, port, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port or :port: %v", flagName, addr, err))
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: bad port", flagName, addr))
+		}
+	}
+	if c.AdvertiseHTTP != "" {
+		u, err := url.Parse(c.AdvertiseHTTP)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, fmt.Errorf("--advertise-http %q: want a base URL like http://host:8080", c.AdvertiseHTTP))
+		}
+	}
+	if c.AdvertiseInternal != "" {
+		if host, port, err := net.SplitHostPort(c.AdvertiseInternal); err != nil || host == "" || !validPort(port) {
+			errs = append(errs, fmt.Errorf("--advertise-internal %q: want host:port", c.AdvertiseInternal))
+		}
+	}
+	if c.AdvertiseGossip != "" {
+		if ap, err := netip.ParseAddrPort(c.AdvertiseGossip); err != nil || ap.Port() == 0 || ap.Addr().IsUnspecified() {
+			errs = append(errs, fmt.Errorf("--advertise-gossip %q: want ip:port (gossip advertises an IP, not a name)", c.AdvertiseGossip))
+		}
+	}
+	for _, j := range c.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil && strings.Contains(err.Error(), "too many colons") {
+			errs = append(errs, fmt.Errorf("--join %q: write IPv6 addresses as [addr]:port", j))
+		}
+	}
+	if c.BootstrapExpect < 1 {
+		errs = append(errs, fmt.Errorf("--bootstrap-expect %d: must be at least 1", c.BootstrapExpect))
+	}
+	for _, g := range c.Groups {
+		if strings.ContainsAny(g, " \t\n") {
+			errs = append(errs, fmt.Errorf("--groups: group %q contains white space", g))
+		}
+	}
+	if c.PartitionGroups < 1 || c.PartitionGroups > 113 {
+		errs = append(errs, fmt.Errorf("--partition-groups %d: must be between 1 and 113 (the bucket count)", c.PartitionGroups))
+	}
+	if c.ReplicationFactor < 1 {
+		errs = append(errs, fmt.Errorf("--replication-factor %d: must be at least 1", c.ReplicationFactor))
+	}
+	if _, err := ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
+	}
+	if c.DeadMemberTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--dead-member-timeout %v: must be positive", c.DeadMemberTimeout))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %v: must be positive", c.RequestTimeout))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout %v: must be positive", c.ShutdownTimeout))
+	}
+	if c.MaxBodySize <= 0 {
+		errs = append(errs, fmt.Errorf("--max-body-size %d: must be positive", c.MaxBodySize))
+	}
+	if c.MaxBodySize > store.MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("--max-body-size %d: at most %d (1GiB): a body is forwarded, logged and replicated as one Raft entry, "+
+			"held several times in memory on every member, and the log store refuses entries near 2GiB", c.MaxBodySize, store.MaxBodyBytes))
+	}
+	if c.MaxQueryTime <= 0 {
+		errs = append(errs, fmt.Errorf("--max-query-time %v: must be positive", c.MaxQueryTime))
+	}
+	if c.FunctionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--function-timeout %v: must be positive", c.FunctionTimeout))
+	}
+	if c.MaxQueryRows <= 0 {
+		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))
+	}
+	return errors.Join(errs...)
+}
+
+// validPort reports whether s is a port number other than 0.
+func validPort(s string) bool {
+	p, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && p != 0
+}
+
+// ParseLevel reads a --log-level: debug, info, warn or error.
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// NewLogger is the logger of a node whose LogLevel and LogFormat are
+// level and format ("text" or "json"), writing to out.
+func NewLogger(out io.Writer, level, format string) (*slog.Logger, error) {
+	l, err := ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(out, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(out, opts)), nil
+}

@@ -120,8 +120,8 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case imp == module+"/node/nodetest":
 				t.Errorf("%s imports node/nodetest; only tests may", r)
-			case imp == module+"/node" && !strings.HasPrefix(r, "cmd/") && r != "node/nodetest":
-				t.Errorf("%s imports node; only programs (cmd/...) and node/nodetest may", r)
+			case hasPrefixPkg(imp, module+"/node") && !strings.HasPrefix(r, "cmd/") && !strings.HasPrefix(r, "node/"):
+				t.Errorf("%s imports %s; only programs (cmd/...) and node's own packages may", r, rel(imp))
 			}
 		}
 	}

@@ -16,6 +16,6 @@
 //
 // It may import every kvnode package; none may import it except programs
 // under cmd/ and its test harness node/nodetest (imports_test.go checks
-// this). Flags and environment variables stay in cmd/kvnode: node takes a
-// Config, not a command line.
+// this). node takes a Config, not a command line: the flags and KVNODE_*
+// variables are node/nodeflags', which cmd/kvnode calls.
 package node

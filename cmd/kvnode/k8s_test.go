@@ -26,6 +26,7 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodeflags"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
 
@@ -285,17 +286,17 @@ func checkManifests(t *testing.T, overlay string) {
 	// makes a configuration this program accepts.
 	env := podEnv(t, m, c)
 	known := map[string]bool{}
-	flagSet(&node.Config{}, io.Discard).VisitAll(func(f *flag.Flag) { known[envName(f.Name)] = true })
+	nodeflags.FlagSet(&node.Config{}, io.Discard).VisitAll(func(f *flag.Flag) { known[nodeflags.EnvName(f.Name)] = true })
 	var list []string
 	for k, v := range env {
-		if strings.HasPrefix(k, envPrefix) {
+		if strings.HasPrefix(k, nodeflags.EnvPrefix) {
 			if !known[k] {
 				t.Errorf("%s is not the variable of any flag", k)
 			}
 			list = append(list, k+"="+v)
 		}
 	}
-	cfg, unknown, err := parseConfig(nil, list, io.Discard)
+	cfg, unknown, err := nodeflags.Parse(nil, list, io.Discard)
 	if err != nil {
 		t.Fatalf("the pod's environment is refused: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodeflags"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -54,7 +55,7 @@ func runWithOutput(ctx context.Context, args, env []string, out io.Writer) error
 		// The password comes on stdin, never in argv (ps shows argv).
 		return hashPassword(os.Stdin, os.Stdout)
 	}
-	cfg, unknownEnv, err := parseConfig(args, env, out)
+	cfg, unknownEnv, err := nodeflags.Parse(args, env, out)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package nodeflags
 
 import (
 	"flag"
@@ -14,7 +14,7 @@ import (
 )
 
 func TestDefaultsStartASingleNode(t *testing.T) {
-	cfg, unknown, err := parseConfig(nil, nil, io.Discard)
+	cfg, unknown, err := Parse(nil, nil, io.Discard)
 	if err != nil {
 		t.Fatalf("no flags: %v", err)
 	}
@@ -58,7 +58,7 @@ func TestEnvThenFlags(t *testing.T) {
 		"KVNODE_SERVICE_HOST=10.0.0.1", // injected by Kubernetes: not a flag
 		"PATH=/bin",
 	}
-	cfg, unknown, err := parseConfig([]string{"--bootstrap-expect", "5", "--name=n1"}, env, io.Discard)
+	cfg, unknown, err := Parse([]string{"--bootstrap-expect", "5", "--name=n1"}, env, io.Discard)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
@@ -92,9 +92,9 @@ func TestEnvThenFlags(t *testing.T) {
 // TestEveryFlagHasAnEnvVar checks the KVNODE_* contract over the whole flag set.
 func TestEveryFlagHasAnEnvVar(t *testing.T) {
 	cfg := node.Default()
-	fs := flagSet(&cfg, io.Discard)
+	fs := FlagSet(&cfg, io.Discard)
 	fs.VisitAll(func(f *flag.Flag) {
-		env := envName(f.Name)
+		env := EnvName(f.Name)
 		if !strings.HasPrefix(env, "KVNODE_") || strings.ContainsAny(env, "-abcdefghijklmnopqrstuvwxyz") {
 			t.Errorf("flag --%s maps to env %q", f.Name, env)
 		}
@@ -132,26 +132,26 @@ func TestInvalidConfigs(t *testing.T) {
 		{[]string{"stray"}, "unexpected arguments"},
 		{[]string{"--no-such-flag"}, "not defined"},
 	} {
-		_, _, err := parseConfig(tc.args, nil, io.Discard)
+		_, _, err := Parse(tc.args, nil, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("parseConfig(%q) error = %v, want it to mention %q", tc.args, err, tc.want)
+			t.Errorf("Parse(%q) error = %v, want it to mention %q", tc.args, err, tc.want)
 		}
 	}
-	if _, _, err := parseConfig(nil, []string{"KVNODE_BOOTSTRAP_EXPECT=many"}, io.Discard); err == nil || !strings.Contains(err.Error(), "KVNODE_BOOTSTRAP_EXPECT") {
+	if _, _, err := Parse(nil, []string{"KVNODE_BOOTSTRAP_EXPECT=many"}, io.Discard); err == nil || !strings.Contains(err.Error(), "KVNODE_BOOTSTRAP_EXPECT") {
 		t.Errorf("bad env value: error = %v, want it to name the variable", err)
 	}
 }
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"1": 1, "512KiB": 512 << 10, "16MiB": 16 << 20, "2GiB": 2 << 30, "10B": 10} {
-		got, err := parseSize(in)
+		got, err := ParseSize(in)
 		if err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "0", "-5", "1.5MiB", "ten"} {
-		if _, err := parseSize(in); err == nil {
-			t.Errorf("parseSize(%q) succeeded, want an error", in)
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) succeeded, want an error", in)
 		}
 	}
 }

@@ -1,4 +1,13 @@
-package main
+// Package nodeflags is the command line of a kvnode member: every flag,
+// its KVNODE_* environment variable, and their parsing into a node.Config
+// (defaults, then environment, then flags; the last wins). cmd/kvnode
+// parses with it, and the Kubernetes manifests' test (deploy/k8stest)
+// checks the manifests' arguments and variables against it, so the
+// command-line contract of design.md §4 is written down once.
+//
+// It imports node and region only; nothing but programs and their tests
+// imports it.
+package nodeflags
 
 import (
 	"flag"
@@ -12,9 +21,9 @@ import (
 	"github.com/kvnode/kvnode/region"
 )
 
-// envPrefix starts every environment variable that sets a flag:
+// EnvPrefix starts every environment variable that sets a flag:
 // --http-addr is KVNODE_HTTP_ADDR.
-const envPrefix = "KVNODE_"
+const EnvPrefix = "KVNODE_"
 
 // listValue is a comma-separated flag.
 type listValue struct{ p *[]string }
@@ -91,7 +100,7 @@ func (v sizeValue) String() string {
 }
 
 func (v sizeValue) Set(s string) error {
-	n, err := parseSize(s)
+	n, err := ParseSize(s)
 	if err != nil {
 		return err
 	}
@@ -99,7 +108,8 @@ func (v sizeValue) Set(s string) error {
 	return nil
 }
 
-func parseSize(s string) (int64, error) {
+// ParseSize reads a byte size: 1048576, 512KiB, 16MiB, 1GiB.
+func ParseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	mult := int64(1)
 	for _, u := range []struct {
@@ -118,9 +128,9 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// flagSet declares every flag of the node; the flag names are the contract
+// FlagSet declares every flag of the node; the flag names are the contract
 // of design.md §4 plus a few operational knobs.
-func flagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
+func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("kvnode", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "node name, unique in the cluster (default: the host name)")
@@ -154,24 +164,25 @@ func flagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// envName is the environment variable of a flag.
-func envName(flagName string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+// EnvName is the environment variable of a flag: --http-addr is
+// KVNODE_HTTP_ADDR.
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// parseConfig builds the configuration from defaults, env and args. It
+// Parse builds the configuration from defaults, env and args. It
 // returns the names of KVNODE_* variables that match no flag, for a warning
 // (Kubernetes injects KVNODE_SERVICE_HOST and friends for a service named
 // kvnode, so they must not be fatal).
-func parseConfig(args, env []string, out io.Writer) (node.Config, []string, error) {
+func Parse(args, env []string, out io.Writer) (node.Config, []string, error) {
 	cfg := node.Default()
-	fs := flagSet(&cfg, out)
+	fs := FlagSet(&cfg, out)
 	known := map[string]string{}
-	fs.VisitAll(func(f *flag.Flag) { known[envName(f.Name)] = f.Name })
+	fs.VisitAll(func(f *flag.Flag) { known[EnvName(f.Name)] = f.Name })
 	var unknown []string
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, envPrefix) {
+		if !ok || !strings.HasPrefix(k, EnvPrefix) {
 			continue
 		}
 		name, ok := known[k]

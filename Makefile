@@ -3,7 +3,7 @@
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= kvnode
 
-.PHONY: build image test test-go test-docker test-fuse test-chaos-short need-docker need-fuse clean chaos chaos-compose chaos-doc
+.PHONY: build image test test-go test-k8s test-docker test-fuse test-chaos-short need-docker need-fuse clean chaos chaos-compose chaos-doc
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/kvnode ./cmd/kvnode
@@ -16,15 +16,20 @@ image: build
 # root) for the chaos suite's power-loss mounts; a missing one fails with
 # the reason, it is never skipped.
 #   test-go           no build tag: unit, in-process clusters, real processes
+#   test-k8s          the Kubernetes manifests, in their own module
+#                     (deploy/k8stest, so that k8s.io stays out of go.mod)
 #   test-docker       tag docker: image, compose cluster, kill, cut, restart
 #   test-fuse         tag chaos: chaos/powerfs mounted for real, raft
 #                     snapshots across a power cut (store)
 #   test-chaos-short  tag chaos: every scenario 20 s on processes (power loss
 #                     and multi-key operations included), five on compose
-test: test-go test-docker test-fuse test-chaos-short
+test: test-go test-k8s test-docker test-fuse test-chaos-short
 
 test-go:
 	go test -race ./...
+
+test-k8s:
+	cd deploy/k8stest && go test -count=1 ./...
 
 test-docker: need-docker
 	go test -tags docker -count=1 -timeout 10m ./deploy/dockere2e/

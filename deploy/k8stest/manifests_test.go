@@ -1,4 +1,4 @@
-package main
+package k8stest
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ import (
 // API's own types (an unknown or misspelt field fails) and checked against
 // this program: flags, ports, probe paths, the image's user.
 
-const k8sDir = "../../deploy/k8s"
+const k8sDir = "../k8s"
 
 // kustomization is the part of kustomize's file these manifests use;
 // decoding strictly means a field we do not check makes the test fail

@@ -24,9 +24,13 @@ type Limits struct {
 	MaxCallStack int
 }
 
+// DefaultTimeout is how long a function call may run when no limit is set
+// (--function-timeout's default).
+const DefaultTimeout = 30 * time.Second
+
 func (l *Limits) setDefaults() {
 	if l.Timeout <= 0 {
-		l.Timeout = 30 * time.Second
+		l.Timeout = DefaultTimeout
 	}
 	if l.MemoryBytes == 0 {
 		l.MemoryBytes = 256 << 20

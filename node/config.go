@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 )
 
@@ -97,12 +99,12 @@ func Default() Config {
 		LogLevel:          "info",
 		LogFormat:         "text",
 		DeadMemberTimeout: 72 * time.Hour,
-		RequestTimeout:    10 * time.Second,
+		RequestTimeout:    rest.DefaultRequestTimeout,
 		ShutdownTimeout:   20 * time.Second,
-		MaxBodySize:       16 << 20,
-		MaxQueryTime:      30 * time.Second,
-		MaxQueryRows:      100_000,
-		FunctionTimeout:   30 * time.Second,
+		MaxBodySize:       rest.DefaultMaxBodyBytes,
+		MaxQueryTime:      rest.DefaultMaxQueryTime,
+		MaxQueryRows:      rest.DefaultMaxQueryRows,
+		FunctionTimeout:   function.DefaultTimeout,
 		Version:           "dev",
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kvnode/kvnode/auth"
+	"github.com/kvnode/kvnode/function"
 )
 
 // Defaults for the zero Config.
@@ -75,7 +76,7 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 		cfg.MaxQueryRows = DefaultMaxQueryRows
 	}
 	if cfg.FunctionTimeout <= 0 {
-		cfg.FunctionTimeout = 30 * time.Second
+		cfg.FunctionTimeout = function.DefaultTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

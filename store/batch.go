@@ -140,23 +140,20 @@ func (b *batcher) run(batch []*pendingApply) {
 }
 
 // enqueueTimeout bounds how long raft.Apply may wait to take the batch: the
-// latest deadline of its callers, at most maxEnqueueWait.
+// latest deadline of its callers, at most internalTimeout.
 func enqueueTimeout(batch []*pendingApply) time.Duration {
 	var latest time.Time
 	for _, p := range batch {
 		dl, ok := p.ctx.Deadline()
 		if !ok {
-			return maxEnqueueWait
+			return internalTimeout
 		}
 		if dl.After(latest) {
 			latest = dl
 		}
 	}
-	return min(max(time.Until(latest), time.Millisecond), maxEnqueueWait)
+	return min(max(time.Until(latest), time.Millisecond), internalTimeout)
 }
-
-// maxEnqueueWait bounds the enqueue of a batch whose callers set no deadline.
-const maxEnqueueWait = 10 * time.Second
 
 // commit sends one Raft entry for batch and hands every waiter its result.
 func (b *batcher) commit(batch []*pendingApply) {

@@ -215,7 +215,7 @@ func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.Ser
 		// address the configuration last recorded (see memberAddrs).
 		ServerAddressProvider: addrs,
 		MaxPool:               4,
-		Timeout:               10 * time.Second,
+		Timeout:               internalTimeout,
 		Logger:                hl,
 		// Pipelined replication with room for 16 requests in flight, not
 		// the default 2. hashicorp/raft 1.7.3's pipeline can deadlock:
@@ -445,6 +445,11 @@ func await(f raft.Future, timeout time.Duration, stop <-chan struct{}) error {
 	}
 }
 
-// raftOpTimeout bounds how long a background loop waits for one Raft
-// membership or leadership operation.
-const raftOpTimeout = 10 * time.Second
+// internalTimeout bounds one internal step whose caller set no deadline: a
+// Raft membership, leadership or barrier operation, an address fix, a
+// forwarded command's Apply, the enqueue of a batch, and a Raft RPC to a
+// member (the transport's timeout). One number for all of them, so an
+// operator reasons about one bound: past it a step has failed (a member
+// is gone or the group has no quorum), and the loop that asked tries
+// again or answers 503.
+const internalTimeout = 10 * time.Second

@@ -138,7 +138,7 @@ func (s *Store) maybeBootstrap(st *membershipState) {
 			Address:  raft.ServerAddress(m.InternalAddr),
 		})
 	}
-	if err := await(g.raft.BootstrapCluster(conf), raftOpTimeout, s.stop); err != nil {
+	if err := await(g.raft.BootstrapCluster(conf), internalTimeout, s.stop); err != nil {
 		s.logger.Warn("bootstrap failed", "error", err)
 		if err == raft.ErrCantBootstrap {
 			st.bootstrapped.Store(true)
@@ -171,7 +171,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 	for _, srv := range conf.Servers {
 		inConf[string(srv.ID)] = srv
 	}
-	const timeout = 10 * time.Second
+	const timeout = internalTimeout
 
 	// 1. Recorded addresses that moved (a rescheduled pod, a restarted
 	// container) are updated; alive members missing from Raft join as
@@ -191,7 +191,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 	for _, m := range s.aliveMembers() {
 		if _, ok := inConf[m.Name]; !ok {
 			s.logger.Info("adding member to the control group as non-voter", "member", m.Name, "address", m.InternalAddr)
-			if err := await(g.raft.AddNonvoter(raft.ServerID(m.Name), raft.ServerAddress(m.InternalAddr), 0, timeout), raftOpTimeout, s.stop); err != nil {
+			if err := await(g.raft.AddNonvoter(raft.ServerID(m.Name), raft.ServerAddress(m.InternalAddr), 0, timeout), internalTimeout, s.stop); err != nil {
 				s.logger.Warn("add non-voter failed", "member", m.Name, "error", err)
 			}
 			return
@@ -276,7 +276,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 				continue
 			}
 			s.logger.Info("promoting member to voter", "member", string(srv.ID), "voters", voters, "target", target)
-			if err := await(g.raft.AddVoter(srv.ID, srv.Address, 0, timeout), raftOpTimeout, s.stop); err != nil {
+			if err := await(g.raft.AddVoter(srv.ID, srv.Address, 0, timeout), internalTimeout, s.stop); err != nil {
 				s.logger.Warn("promote failed", "member", string(srv.ID), "error", err)
 			}
 			return
@@ -292,7 +292,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 		}
 		if victim != "" {
 			s.logger.Info("demoting voter to non-voter", "member", string(victim), "voters", voters, "target", target)
-			if err := await(g.raft.DemoteVoter(victim, 0, timeout), raftOpTimeout, s.stop); err != nil {
+			if err := await(g.raft.DemoteVoter(victim, 0, timeout), internalTimeout, s.stop); err != nil {
 				s.logger.Warn("demote failed", "member", string(victim), "error", err)
 			}
 		}
@@ -366,12 +366,12 @@ func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) e
 	if found.Suffrage == raft.Voter && voters == 1 {
 		return fmt.Errorf("refusing to remove %s: it is the last voter of group %d", id, g.id)
 	}
-	timeout := 10 * time.Second
+	timeout := internalTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
 	s.logger.Info("removing member from "+groupName(g.id), "member", id, "group", g.id, "reason", reason)
-	if err := await(g.raft.RemoveServer(raft.ServerID(id), 0, timeout), raftOpTimeout, s.stop); err != nil {
+	if err := await(g.raft.RemoveServer(raft.ServerID(id), 0, timeout), internalTimeout, s.stop); err != nil {
 		return fmt.Errorf("remove %s from group %d: %w", id, g.id, raftErr(err))
 	}
 	return nil
@@ -407,7 +407,7 @@ func (s *Store) Leave(ctx context.Context) error {
 	}
 	if g.isLeader() {
 		s.logger.Info("transferring leadership before leaving")
-		if err := await(g.raft.LeadershipTransfer(), raftOpTimeout, s.stop); err != nil {
+		if err := await(g.raft.LeadershipTransfer(), internalTimeout, s.stop); err != nil {
 			s.logger.Warn("leadership transfer failed", "error", err)
 		}
 	}
@@ -492,14 +492,14 @@ func (s *Store) drainPartitions(ctx context.Context) error {
 				// directly. Safe while we are alive: the change commits on
 				// the remaining voters, which then hold every write.
 				s.logger.Info("removing this replica from a partition group it still leads", "group", g.id)
-				if err := await(g.raft.RemoveServer(raft.ServerID(s.name), 0, 5*time.Second), raftOpTimeout, s.stop); err != nil {
+				if err := await(g.raft.RemoveServer(raft.ServerID(s.name), 0, 5*time.Second), internalTimeout, s.stop); err != nil {
 					s.logger.Debug("self-removal while draining", "group", g.id, "error", err)
 				}
 				continue
 			}
 			if time.Since(transferred[g.id]) > 2*time.Second {
 				transferred[g.id] = time.Now()
-				if err := await(g.raft.LeadershipTransfer(), raftOpTimeout, s.stop); err != nil {
+				if err := await(g.raft.LeadershipTransfer(), internalTimeout, s.stop); err != nil {
 					s.logger.Debug("leadership transfer while draining", "group", g.id, "error", err)
 				}
 			}

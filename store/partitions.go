@@ -277,7 +277,7 @@ func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[str
 			}
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(name), Address: raft.ServerAddress(addr)})
 		}
-		if err := await(g.raft.BootstrapCluster(conf), raftOpTimeout, s.stop); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		if err := await(g.raft.BootstrapCluster(conf), internalTimeout, s.stop); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			s.logger.Warn("bootstrapping partition group failed", "group", g.id, "error", err)
 			return
 		}
@@ -323,7 +323,7 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 	for _, srv := range conf.Servers {
 		inConf[string(srv.ID)] = srv
 	}
-	const timeout = 10 * time.Second
+	const timeout = internalTimeout
 
 	// Moved addresses first, so the configuration says where members are.
 	var joining []string
@@ -346,7 +346,7 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 			continue
 		}
 		s.logger.Info("adding a replica to a partition group", "group", g.id, "member", name)
-		logErr(s, await(g.raft.AddNonvoter(raft.ServerID(name), raft.ServerAddress(m.InternalAddr), 0, timeout), raftOpTimeout, s.stop), "add replica", g.id, name)
+		logErr(s, await(g.raft.AddNonvoter(raft.ServerID(name), raft.ServerAddress(m.InternalAddr), 0, timeout), internalTimeout, s.stop), "add replica", g.id, name)
 		return
 	}
 	// Caught-up new members become voters.
@@ -370,7 +370,7 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 			continue
 		}
 		s.logger.Info("promoting a caught-up replica", "group", g.id, "member", string(srv.ID))
-		logErr(s, await(g.raft.AddVoter(srv.ID, srv.Address, 0, timeout), raftOpTimeout, s.stop), "promote replica", g.id, string(srv.ID))
+		logErr(s, await(g.raft.AddVoter(srv.ID, srv.Address, 0, timeout), internalTimeout, s.stop), "promote replica", g.id, string(srv.ID))
 		delete(st.nonvoterSince, key)
 		return
 	}
@@ -391,7 +391,7 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 			return
 		}
 		s.logger.Info("removing a replica the table moved away", "group", g.id, "member", id)
-		logErr(s, await(g.raft.RemoveServer(srv.ID, 0, timeout), raftOpTimeout, s.stop), "remove replica", g.id, id)
+		logErr(s, await(g.raft.RemoveServer(srv.ID, 0, timeout), internalTimeout, s.stop), "remove replica", g.id, id)
 		return
 	}
 	// Leaders spread: hand over to the table's preferred leader.
@@ -430,7 +430,7 @@ func (s *Store) transferTo(st *partitionState, g *group, pg partition.Group, mem
 		}
 		st.lastTransfer[g.id] = time.Now()
 		s.logger.Info("transferring partition group leadership", "group", g.id, "to", name)
-		logErr(s, await(g.raft.LeadershipTransferToServer(srv.ID, raft.ServerAddress(m.InternalAddr)), raftOpTimeout, s.stop), "transfer leadership", g.id, name)
+		logErr(s, await(g.raft.LeadershipTransferToServer(srv.ID, raft.ServerAddress(m.InternalAddr)), internalTimeout, s.stop), "transfer leadership", g.id, name)
 		return
 	}
 }

@@ -99,7 +99,7 @@ func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Res
 	if err != nil {
 		return nil, fmt.Errorf("group %d: %w: refused before it entered the log: %v", g.id, errBadCommand, err)
 	}
-	timeout := 10 * time.Second
+	timeout := internalTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 		if timeout <= 0 {

@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -127,14 +126,14 @@ func has(m map[raft.ServerAddress]raft.Server, addr string) bool {
 func (s *Store) applyAddressFix(g *group, fix addressFix) error {
 	s.logger.Info("updating a member's recorded Raft address", "group", g.id, "member", string(fix.server.ID),
 		"from", string(fix.server.Address), "to", string(fix.to), "reason", fix.why)
-	const timeout = 10 * time.Second
+	const timeout = internalTimeout
 	var f raft.IndexFuture
 	if fix.server.Suffrage == raft.Voter {
 		f = g.raft.AddVoter(fix.server.ID, fix.to, 0, timeout)
 	} else {
 		f = g.raft.AddNonvoter(fix.server.ID, fix.to, 0, timeout)
 	}
-	if err := await(f, raftOpTimeout, s.stop); err != nil {
+	if err := await(f, internalTimeout, s.stop); err != nil {
 		return fmt.Errorf("group %d: update the address of %s: %w", g.id, fix.server.ID, err)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -104,7 +103,7 @@ func (ri *readIndexer) round() (uint64, error) {
 	if g.readyTerm.Load() != term {
 		// A new leader may not yet have applied entries that earlier leaders
 		// committed (and acknowledged). A barrier in this term fixes that.
-		if err := g.raft.Barrier(10 * time.Second).Error(); err != nil {
+		if err := g.raft.Barrier(internalTimeout).Error(); err != nil {
 			return 0, fmt.Errorf("read barrier: %w", raftErr(err))
 		}
 		g.readyTerm.Store(term)

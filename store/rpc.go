@@ -110,7 +110,7 @@ func newRPCServer(s *Store) *rpcServer {
 	mux.HandleFunc("GET /v1/status", r.status)
 	r.srv = &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: internalTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}

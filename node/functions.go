@@ -122,8 +122,8 @@ func (d functionData) Query(ctx context.Context, text string, params []any) (jso
 	if err != nil {
 		return nil, err
 	}
-	if len(params) < q.Params() {
-		return nil, fmt.Errorf("%w: the query uses $%d but %d bind value(s) were given", oql.ErrBind, q.Params(), len(params))
+	if err := q.CheckBinds("the query", len(params)); err != nil {
+		return nil, err
 	}
 	res, err := d.store.Query(ctx, region.Linearizable, q, params, oql.Options{MaxRows: d.cfg.MaxQueryRows})
 	if err != nil {

@@ -253,6 +253,12 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 	if r := nodetest.MustCall(t, c, "POST", "/kv/v1/functions/cheap?onMembers=c", `[{"@type":"int","@value":3}]`, 200); r.Body != "[0,1,2]" {
 		t.Errorf("cheap(3) = %s, want [0,1,2]", r.Body)
 	}
+	// A wrong number of bind values is refused as a REST named query's is
+	// (oql.md §9): one value per parameter, no fewer and no more.
+	deploy(t, b, "binds", `function execute(ctx) { return ctx.query("SELECT p.id FROM /parts p WHERE p.price < $1", 3, 4); }`, "", 201)
+	if r := nodetest.Call(t, c, "POST", "/kv/v1/functions/binds?onMembers=c", ""); r.Status != 500 || !strings.Contains(r.Body, "1 parameter(s) (up to $1), 2 bind value(s)") {
+		t.Errorf("a script's query with 2 bind values for $1 = %d %s, want 500 naming the counts", r.Status, r.Body)
+	}
 
 	// A runaway script is stopped within the limit; the node stays healthy.
 	deploy(t, a, "spin", `function execute(ctx) { while (true) {} }`, `,"timeout":"2s"`, 201)

@@ -118,6 +118,19 @@ func (q *Query) String() string {
 // 0 when it uses none.
 func (q *Query) Params() int { return q.params }
 
+// CheckBinds says whether n bind values fit the query: exactly one per
+// parameter up to the highest $k it uses. oql.md §9: Geode ignores extra
+// values, but the spec says a wrong number is an error (500), and kvnode
+// follows the spec on every path that binds values (REST's named queries,
+// functions' queries). The error wraps ErrBind and names the query as
+// what ("query \"byId\"").
+func (q *Query) CheckBinds(what string, n int) error {
+	if n == q.params {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has %d parameter(s) (up to $%d), %d bind value(s) were given", ErrBind, what, q.params, q.params, n)
+}
+
 // Regions returns the region paths the query names ("/orders"), sorted.
 func (q *Query) Regions() []string { return slices.Clone(q.regions) }
 

@@ -169,9 +169,8 @@ func (s *Server) runQuery(c echo.Context) error {
 			return queryFailed(ctx, s.cfg.MaxQueryTime, fmt.Errorf("bind value %d: %w", i+1, err))
 		}
 	}
-	if len(params) != q.Params() {
-		return queryFailed(ctx, s.cfg.MaxQueryTime, fmt.Errorf("%w: query %q has %d parameter(s) (up to $%d), %d bind value(s) were given",
-			oql.ErrBind, id, q.Params(), q.Params(), len(params)))
+	if err := q.CheckBinds(fmt.Sprintf("query %q", id), len(params)); err != nil {
+		return queryFailed(ctx, s.cfg.MaxQueryTime, err)
 	}
 	return s.execute(c, cons, q, params)
 }

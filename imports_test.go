@@ -120,6 +120,8 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case imp == module+"/node/nodetest":
 				t.Errorf("%s imports node/nodetest; only tests may", r)
+			case imp == module+"/internal/waitfor" && r != "node/nodetest":
+				t.Errorf("%s imports internal/waitfor; only tests (and the test harness node/nodetest) may", r)
 			case hasPrefixPkg(imp, module+"/node") && !strings.HasPrefix(r, "cmd/") && !strings.HasPrefix(r, "node/"):
 				t.Errorf("%s imports %s; only programs (cmd/...) and node's own packages may", r, rel(imp))
 			}

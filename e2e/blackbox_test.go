@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // TestThreeProcessCluster runs three kvnode processes on 127.0.0.1 and
@@ -14,13 +16,13 @@ import (
 func TestThreeProcessCluster(t *testing.T) {
 	pc := startCluster(t, clusterSpec{n: 3, regions: "orders:REPLICATE"})
 	for _, p := range pc.procs {
-		waitFor(t, 20*time.Second, p.name+" to answer ping", func() bool {
+		waitfor.Cond(t, 20*time.Second, p.name+" to answer ping", func() bool {
 			r, err := tryDo("GET", p.httpURL+"/kv/v1/ping", "", "")
 			return err == nil && r.status == 200
 		})
 	}
 	leader := pc.leader(30 * time.Second)
-	waitFor(t, 20*time.Second, "region orders on every node", func() bool {
+	waitfor.Cond(t, 20*time.Second, "region orders on every node", func() bool {
 		for _, p := range pc.procs {
 			r, err := tryDo("GET", p.httpURL+"/kv/v1/orders", "", "")
 			if err != nil || r.status != 200 {
@@ -95,7 +97,7 @@ func TestThreeProcessCluster(t *testing.T) {
 	for _, p := range pc.running() {
 		survivor = p
 	}
-	waitFor(t, 30*time.Second, "a write to succeed after the leader was killed", func() bool {
+	waitfor.Cond(t, 30*time.Second, "a write to succeed after the leader was killed", func() bool {
 		r, err := tryDo("PUT", survivor.httpURL+"/kv/v1/orders/after-kill", "application/json", `{"ok":true}`)
 		return err == nil && r.status == 200
 	})
@@ -111,7 +113,7 @@ func TestThreeProcessCluster(t *testing.T) {
 
 	// The killed node restarts from its data dir and serves everything.
 	pc.start(leader)
-	waitFor(t, 30*time.Second, "the restarted node to serve the write made while it was down", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the restarted node to serve the write made while it was down", func() bool {
 		r, err := tryDo("GET", leader.httpURL+"/kv/v1/orders/after-kill", "", "")
 		return err == nil && r.status == 200 && string(r.body) == `{"ok":true}`
 	})
@@ -131,7 +133,7 @@ func TestThreeProcessCluster(t *testing.T) {
 	}
 	t.Logf("%s left gracefully in %v", victim.name, took.Round(time.Millisecond))
 	for _, p := range pc.running() {
-		waitFor(t, 20*time.Second, p.name+" to stop listing the departed node", func() bool {
+		waitfor.Cond(t, 20*time.Second, p.name+" to stop listing the departed node", func() bool {
 			v, err := pc.view(p)
 			if err != nil {
 				return false

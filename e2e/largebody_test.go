@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // TestLargeBodyThroughAFollower: a cluster started with --max-body-size
@@ -127,7 +129,7 @@ func bigRequest(t *testing.T, method, url string, body []byte) response {
 // waitReady waits until every running member answers /readyz with 200.
 func waitReady(t *testing.T, pc *procCluster, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, "every member ready", func() bool {
+	waitfor.Cond(t, timeout, "every member ready", func() bool {
 		for _, p := range pc.running() {
 			r, err := tryDo("GET", p.httpURL+"/readyz", "", "")
 			if err != nil || r.status != 200 {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // TestPartitionedRegionProcesses: a partitioned region on three kvnode
@@ -14,7 +16,7 @@ import (
 func TestPartitionedRegionProcesses(t *testing.T) {
 	pc := startCluster(t, clusterSpec{n: 3, regions: "events:PARTITION"})
 	leader := pc.leader(30 * time.Second)
-	waitFor(t, 30*time.Second, "the partition table and every group", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the partition table and every group", func() bool {
 		var pt struct {
 			Groups []struct {
 				Leader  string   `json:"leader"`
@@ -80,7 +82,7 @@ func TestPartitionedRegionProcesses(t *testing.T) {
 
 	// It restarts and catches up with the writes it missed.
 	pc.start(victim)
-	waitFor(t, 60*time.Second, victim.name+" to catch up its partition replicas", func() bool {
+	waitfor.Cond(t, 60*time.Second, victim.name+" to catch up its partition replicas", func() bool {
 		r, err := tryDo("HEAD", victim.httpURL+"/kv/v1/events?consistency=stale", "", "")
 		return err == nil && r.status == 200 && r.header.Get("Resource-Count") == fmt.Sprint(2*n)
 	})

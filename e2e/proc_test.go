@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/internal/ports"
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // buildOnce builds the kvnode binary once per test binary.
@@ -243,18 +244,6 @@ func tryDo(method, url, contentType, body string) (response, error) {
 	return response{status: resp.StatusCode, header: resp.Header, body: data}, err
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // clusterView is GET /management/v1/cluster.
 type clusterView struct {
 	Leader  string `json:"leader"`
@@ -282,7 +271,7 @@ func (pc *procCluster) view(p *proc) (clusterView, error) {
 func (pc *procCluster) leader(timeout time.Duration) *proc {
 	pc.t.Helper()
 	var found *proc
-	waitFor(pc.t, timeout, "all running nodes to agree on a leader", func() bool {
+	waitfor.Cond(pc.t, timeout, "all running nodes to agree on a leader", func() bool {
 		leader := ""
 		for _, p := range pc.running() {
 			v, err := pc.view(p)

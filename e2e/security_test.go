@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // TestSecurityFileReloadOnSIGHUP: a real process started with a security
@@ -52,7 +54,7 @@ func TestSecurityFileReloadOnSIGHUP(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, 20*time.Second, "alice to read orders", func() bool { return status("alice", "alice-pw") == 200 })
+	waitfor.Cond(t, 20*time.Second, "alice to read orders", func() bool { return status("alice", "alice-pw") == 200 })
 	if got := status("bob", "bob-pw"); got != 401 {
 		t.Fatalf("bob before the reload: %d, want 401", got)
 	}
@@ -62,7 +64,7 @@ func TestSecurityFileReloadOnSIGHUP(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "bob to be let in after SIGHUP", func() bool { return status("bob", "bob-pw") == 200 })
+	waitfor.Cond(t, 10*time.Second, "bob to be let in after SIGHUP", func() bool { return status("bob", "bob-pw") == 200 })
 
 	// A broken file on SIGHUP: the loaded one stays. The process says
 	// when it has read and refused the file; only then is "bob still gets
@@ -71,7 +73,7 @@ func TestSecurityFileReloadOnSIGHUP(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the process to log that it refused the broken file", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the process to log that it refused the broken file", func() bool {
 		data, err := os.ReadFile(p.logPath)
 		return err == nil && strings.Contains(string(data), "reloading the security file failed; the previous one stays in force")
 	})

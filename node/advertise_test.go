@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
@@ -59,7 +60,7 @@ func TestAdvertisedAddresses(t *testing.T) {
 	}
 	nodetest.MustCall(t, b, "POST", "/management/v1/regions", `{"name":"r","type":"REPLICATE"}`, 201)
 	nodetest.MustCall(t, b, "PUT", "/kv/v1/r/k", `{"v":1}`, 200)
-	nodetest.WaitUntil(t, 10*time.Second, "a to apply b's write", func() bool {
+	waitfor.Cond(t, 10*time.Second, "a to apply b's write", func() bool {
 		return nodetest.Call(t, a, "GET", "/kv/v1/r/k", "").Status == 200
 	})
 }

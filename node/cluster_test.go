@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
@@ -24,7 +25,7 @@ func TestInProcessCluster(t *testing.T) {
 	a, b, c := ip.Nodes["a"], ip.Nodes["b"], ip.Nodes["c"]
 
 	// /servers from gossip lists all three.
-	nodetest.WaitUntil(t, 10*time.Second, "/servers to list 3 members", func() bool {
+	waitfor.Cond(t, 10*time.Second, "/servers to list 3 members", func() bool {
 		var urls []string
 		_ = json.Unmarshal([]byte(nodetest.Call(t, c, "GET", "/kv/v1/servers", "").Body), &urls)
 		return len(urls) == 3
@@ -88,12 +89,12 @@ func TestInProcessCluster(t *testing.T) {
 
 	// A 4th node joins as a non-voter and receives all data.
 	d := ip.Start("d", 3)
-	nodetest.WaitUntil(t, 20*time.Second, "d to hold every entry", func() bool {
+	waitfor.Cond(t, 20*time.Second, "d to hold every entry", func() bool {
 		r := nodetest.Call(t, d, "HEAD", "/kv/v1/orders?consistency=stale", "")
 		return r.Status == 200 && r.Header.Get("Resource-Count") == fmt.Sprint(n+2)
 	})
 	// With a voter down, d is promoted to keep three live voters.
-	nodetest.WaitUntil(t, 20*time.Second, "d to become a voter", func() bool {
+	waitfor.Cond(t, 20*time.Second, "d to become a voter", func() bool {
 		return nodetest.View(t, newLeader).Suffrage("d") == "voter"
 	})
 
@@ -101,7 +102,7 @@ func TestInProcessCluster(t *testing.T) {
 	// updates its address and it catches up, including the writes made
 	// while it was down.
 	back := ip.Start(old, 3)
-	nodetest.WaitUntil(t, 20*time.Second, old+" to catch up after restart", func() bool {
+	waitfor.Cond(t, 20*time.Second, old+" to catch up after restart", func() bool {
 		r := nodetest.Call(t, back, "GET", "/kv/v1/orders/after-"+d.Name(), "")
 		if r.Status == 404 { // d wrote nothing yet; use a survivor's write
 			for name := range ip.Nodes {
@@ -117,7 +118,7 @@ func TestInProcessCluster(t *testing.T) {
 	nodetest.MustCall(t, d, "GET", "/kv/v1/orders/from-restarted", "", 200)
 
 	// With all four alive, voters settle at three.
-	nodetest.WaitUntil(t, 20*time.Second, "three voters among four live members", func() bool {
+	waitfor.Cond(t, 20*time.Second, "three voters among four live members", func() bool {
 		v := nodetest.View(t, ip.Leader())
 		voters := 0
 		for _, m := range v.Members {
@@ -130,7 +131,7 @@ func TestInProcessCluster(t *testing.T) {
 
 	// A graceful shutdown leaves Raft and gossip.
 	ip.Stop("d", true)
-	nodetest.WaitUntil(t, 20*time.Second, "d to be gone from Raft and marked left", func() bool {
+	waitfor.Cond(t, 20*time.Second, "d to be gone from Raft and marked left", func() bool {
 		for _, node := range ip.Nodes {
 			v := nodetest.View(t, node)
 			if v.Suffrage("d") != "" {

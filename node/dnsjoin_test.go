@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 	"github.com/miekg/dns"
@@ -141,7 +142,7 @@ func TestJoinThroughOneDNSName(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	leader := ip.Leader()
-	nodetest.WaitUntil(t, 20*time.Second, "three voters", func() bool {
+	waitfor.Cond(t, 20*time.Second, "three voters", func() bool {
 		v := nodetest.View(t, leader)
 		voters := 0
 		for _, m := range v.Members {
@@ -159,7 +160,7 @@ func TestJoinThroughOneDNSName(t *testing.T) {
 		}
 	}
 	// Every member is told about the others by gossip: /servers lists three.
-	nodetest.WaitUntil(t, 10*time.Second, "/servers to list three members", func() bool {
+	waitfor.Cond(t, 10*time.Second, "/servers to list three members", func() bool {
 		r := nodetest.MustCall(t, ip.Nodes["kvnode-1"], "GET", "/kv/v1/servers", "", 200)
 		return strings.Count(r.Body, "http://") == 3
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
@@ -56,7 +57,7 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 	ip.Leader()
 	a, b, c := ip.Nodes["a"], ip.Nodes["b"], ip.Nodes["c"]
 	nodes := []*node.Node{a, b, c}
-	nodetest.WaitUntil(t, 10*time.Second, "every node to see 3 members", func() bool {
+	waitfor.Cond(t, 10*time.Second, "every node to see 3 members", func() bool {
 		for _, n := range nodes {
 			r := nodetest.Call(t, n, "POST", "/kv/v1/functions/MemberInfo", "")
 			if r.Status != 200 || len(memberNames(t, r.Body)) != 3 {

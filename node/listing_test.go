@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
@@ -46,7 +47,7 @@ func TestListingsOnThreeNodes(t *testing.T) {
 		for start := 0; start < n; start += 50 {
 			path := "/kv/v1/" + reg + "/" + strings.Join(keys[start:start+50], ",")
 			body := "[" + strings.Join(vals[start:start+50], ",") + "]"
-			nodetest.WaitUntil(t, 30*time.Second, "a multi-key PUT into "+reg, func() bool {
+			waitfor.Cond(t, 30*time.Second, "a multi-key PUT into "+reg, func() bool {
 				return nodetest.Call(t, nodes[start/50%3], "PUT", path, body).Status == 200
 			})
 		}

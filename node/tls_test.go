@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
@@ -72,7 +73,7 @@ func TestMutualTLSCluster(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	nodetest.WaitUntil(t, 30*time.Second, "the TLS cluster to accept a write", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the TLS cluster to accept a write", func() bool {
 		status, _ := httpsCall(ip.Nodes["a"], "POST", "/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`)
 		return status == 201 || status == 409
 	})
@@ -108,7 +109,7 @@ func TestMutualTLSCluster(t *testing.T) {
 	// and tried to replicate to it, and the TLS handshake refused it.
 	rogue := ip.Start("rogue", 3)
 	var leader *node.Node
-	nodetest.WaitUntil(t, 30*time.Second, "the leader to add the rogue member to the control group", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the leader to add the rogue member to the control group", func() bool {
 		for _, name := range []string{"a", "b", "c"} {
 			n := ip.Nodes[name]
 			if !n.Store().IsLeader() {
@@ -124,7 +125,7 @@ func TestMutualTLSCluster(t *testing.T) {
 		}
 		return false
 	})
-	nodetest.WaitUntil(t, 30*time.Second, "the leader's replication to the rogue member to fail on its certificate", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the leader's replication to the rogue member to fail on its certificate", func() bool {
 		return logs.Seen(leader.Name(), "failed to appendEntries to", "rogue", "certificate")
 	})
 	if gs := rogue.Store().Status().Groups; len(gs) != 1 || gs[0].HasState || gs[0].AppliedIndex != 0 {
@@ -144,10 +145,10 @@ func TestMutualTLSCluster(t *testing.T) {
 	// tried: its join failed, and a member refused its message because no
 	// key could decrypt it.
 	stranger := ip.Start("stranger", 3)
-	nodetest.WaitUntil(t, 30*time.Second, "the member with another gossip key to fail to join", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the member with another gossip key to fail to join", func() bool {
 		return logs.Seen("stranger", "join failed")
 	})
-	nodetest.WaitUntil(t, 30*time.Second, "a member to refuse the stranger's gossip for its key", func() bool {
+	waitfor.Cond(t, 30*time.Second, "a member to refuse the stranger's gossip for its key", func() bool {
 		for _, name := range []string{"a", "b", "c", "rogue"} {
 			if logs.Seen(name, "memberlist: failed to receive", "no installed keys could decrypt") {
 				return true

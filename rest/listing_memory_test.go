@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -161,12 +162,12 @@ func TestListingStopsWhenClientGoesAway(t *testing.T) {
 			t.Run(path, func(t *testing.T) {
 				conn := stalledListing(t, ts, path)
 				_ = conn.Close()
-				waitFor(t, 5*time.Second, "the listing handler to end after the client left", func() bool { return listingGoroutines() == 0 })
+				waitfor.Cond(t, 5*time.Second, "the listing handler to end after the client left", func() bool { return listingGoroutines() == 0 })
 			})
 			t.Run(path+" past the deadline", func(t *testing.T) {
 				conn := stalledListing(t, short, path)
 				defer conn.Close()
-				waitFor(t, 10*time.Second, "the listing handler to end at its deadline, the client still there", func() bool { return listingGoroutines() == 0 })
+				waitfor.Cond(t, 10*time.Second, "the listing handler to end at its deadline, the client still there", func() bool { return listingGoroutines() == 0 })
 				// What the client can still read is an incomplete answer.
 				_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 				rest, _ := io.ReadAll(conn)
@@ -198,18 +199,6 @@ func stalledListing(t *testing.T, ts *testServer, path string) net.Conn {
 	}
 	// The client reads no more: the handler fills the socket buffers and
 	// waits.
-	waitFor(t, 10*time.Second, "the listing handler to be blocked on the client", func() bool { return listingGoroutines() == 1 })
+	waitfor.Cond(t, 10*time.Second, "the listing handler to be blocked on the client", func() bool { return listingGoroutines() == 1 })
 	return conn
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

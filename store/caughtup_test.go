@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // TestCaughtUpChecksTheMember: the progress that proves a member caught up
@@ -19,7 +20,7 @@ func TestCaughtUpChecksTheMember(t *testing.T) {
 	leader := tc.leader()
 	f := tc.followers(leader)[0]
 	g := leader.control()
-	waitFor(t, 10*time.Second, "the follower to apply the leader's entries", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the follower to apply the leader's entries", func() bool {
 		return f.control().fsm.AppliedIndex() >= g.fsm.AppliedIndex()
 	})
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -105,7 +106,7 @@ func deposedLeaderRead(t *testing.T, confirm func(*Store) confirmFunc) readResul
 
 	// Hand leadership to n2, again if an attempt fails (the transfer
 	// itself is bounded by the current leader's election timeout).
-	waitFor(t, 30*time.Second, "n2 to take the control group's leadership", func() bool {
+	waitfor.Cond(t, 30*time.Second, "n2 to take the control group's leadership", func() bool {
 		for _, n := range []*testNode{n0, n1} {
 			if n.IsLeader() {
 				_ = n.control().raft.LeadershipTransferToServer("n2", raft.ServerAddress(n2.addr)).Error()
@@ -132,7 +133,7 @@ func deposedLeaderRead(t *testing.T, confirm func(*Store) confirmFunc) readResul
 	}
 
 	// n0 and n1 elect a leader in a later term, which acknowledges v2.
-	waitFor(t, 20*time.Second, "n0 and n1 to elect a new leader", func() bool {
+	waitfor.Cond(t, 20*time.Second, "n0 and n1 to elect a new leader", func() bool {
 		l := n0.Leader()
 		return l != "" && l != "n2" && l == n1.Leader() && n0.control().raft.CurrentTerm() > term
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
@@ -205,7 +206,7 @@ func TestLargeRemoteAnswersAreRefusedWhole(t *testing.T) {
 	// A node that does not host the group (placement settles first: with 4
 	// members and RF 2 each hosts two of the four groups).
 	var outsider *testNode
-	waitFor(t, 30*time.Second, "a node that does not host group 1, and placement settled", func() bool {
+	waitfor.Cond(t, 30*time.Second, "a node that does not host group 1, and placement settled", func() bool {
 		outsider = nil
 		for _, n := range tc.running() {
 			if tbl, _, ok := n.table(); !ok || len(tbl.Groups) != 4 {
@@ -262,7 +263,7 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 
 	const poisoned uint64 = 1
 	var g *group
-	waitFor(t, 10*time.Second, "the leader of group 1", func() bool {
+	waitfor.Cond(t, 10*time.Second, "the leader of group 1", func() bool {
 		for _, n := range tc.running() {
 			if lg := n.groupByID(poisoned); lg != nil && lg.isLeader() {
 				g = lg
@@ -283,7 +284,7 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 	// entry anywhere.
 	checkHalted := func() {
 		t.Helper()
-		waitFor(t, 30*time.Second, "group 1 halted on two members, and their /readyz saying so", func() bool {
+		waitfor.Cond(t, 30*time.Second, "group 1 halted on two members, and their /readyz saying so", func() bool {
 			halted := 0
 			for _, n := range tc.running() {
 				lg := n.groupByID(poisoned)

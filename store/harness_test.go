@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // world is a fake gossip view shared by the nodes of a test: the test says
@@ -194,7 +195,7 @@ func (tc *testCluster) crash(name string) {
 func (tc *testCluster) leader() *testNode {
 	tc.t.Helper()
 	var found *testNode
-	waitFor(tc.t, 15*time.Second, "a leader", func() bool {
+	waitfor.Cond(tc.t, 15*time.Second, "a leader", func() bool {
 		for _, n := range tc.nodes {
 			if n.Store != nil && n.IsLeader() {
 				found = n
@@ -216,18 +217,6 @@ func (tc *testCluster) followers(leader *testNode) []*testNode {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func ctxT(t testing.TB, d time.Duration) context.Context {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -43,7 +44,7 @@ func partitionCluster(t *testing.T, n, p, rf int, tune func(*Config)) *testClust
 // running nodes.
 func (tc *testCluster) waitGroupsLed(p int) {
 	tc.t.Helper()
-	waitFor(tc.t, 20*time.Second, "every partition group to have a leader", func() bool {
+	waitfor.Cond(tc.t, 20*time.Second, "every partition group to have a leader", func() bool {
 		led := map[uint64]bool{}
 		for _, n := range tc.nodes {
 			if n.Store == nil {
@@ -170,7 +171,7 @@ func TestPartitionedRegionOnThreeNodes(t *testing.T) {
 	}
 	// It comes back and catches up.
 	back := tc.start("n1")
-	waitFor(t, 20*time.Second, "n1 to catch up its partition groups", func() bool {
+	waitfor.Cond(t, 20*time.Second, "n1 to catch up its partition groups", func() bool {
 		c, err := back.Count(ctxT(t, 5*time.Second), region.Stale, "p")
 		return err == nil && c == n+2
 	})
@@ -356,7 +357,7 @@ func TestRebalanceOnJoinKeepsKeysReadable(t *testing.T) {
 	tc.start("n3")
 	tc.start("n4")
 	limit := (p*rf + 4) / 5 // ceil(P·RF/members)
-	waitFor(t, 60*time.Second, "replicas to spread over 5 members", func() bool {
+	waitfor.Cond(t, 60*time.Second, "replicas to spread over 5 members", func() bool {
 		counts := tc.hostedCounts(t)
 		if len(counts) != 5 {
 			return false
@@ -388,7 +389,7 @@ func TestDeadMemberReplicasRePlaced(t *testing.T) {
 		victim = "n3"
 	}
 	tc.crash(victim)
-	waitFor(t, 60*time.Second, "RF restored on the survivors", func() bool {
+	waitfor.Cond(t, 60*time.Second, "RF restored on the survivors", func() bool {
 		counts := tc.hostedCounts(t)
 		total := 0
 		for name, c := range counts {
@@ -435,7 +436,7 @@ func TestScaleDownTwoAtOnce(t *testing.T) {
 		}
 	}
 	checkKeys(t, tc, "p", n)
-	waitFor(t, 30*time.Second, "every group to have three voters among the remaining members", func() bool {
+	waitfor.Cond(t, 30*time.Second, "every group to have three voters among the remaining members", func() bool {
 		counts := tc.hostedCounts(t)
 		total := 0
 		for name, c := range counts {

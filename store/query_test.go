@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
 )
@@ -163,7 +164,7 @@ func TestQueryAfterLosingAMember(t *testing.T) {
 	for _, n := range tc.running() {
 		var got string
 		var err error
-		waitFor(t, 20*time.Second, "the query to answer after the crash", func() bool {
+		waitfor.Cond(t, 20*time.Second, "the query to answer after the crash", func() bool {
 			got, err = runQuery(t, n, "SELECT COUNT(*) FROM /p o WHERE o.i >= 0")
 			return err == nil
 		})

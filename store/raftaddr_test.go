@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -178,7 +179,7 @@ func TestRestartWithShuffledAddresses(t *testing.T) {
 			t.Fatalf("%s could not take its new address %s", n.name, old[(indexOf(nodes, n)+1)%len(nodes)])
 		}
 	}
-	waitFor(t, 30*time.Second, "every member ready", func() bool {
+	waitfor.Cond(t, 30*time.Second, "every member ready", func() bool {
 		for _, n := range tc.running() {
 			if n.Ready(ctxT(t, 2*time.Second)) != nil {
 				return false
@@ -194,7 +195,7 @@ func TestRestartWithShuffledAddresses(t *testing.T) {
 	for _, n := range nodes {
 		want[n.name] = n.addr
 	}
-	waitFor(t, 30*time.Second, "every group's recorded addresses to be mended", func() bool {
+	waitfor.Cond(t, 30*time.Second, "every group's recorded addresses to be mended", func() bool {
 		for _, n := range tc.running() {
 			for _, g := range n.localGroups() {
 				conf, err := g.configuration()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -64,7 +65,7 @@ func remoteClusterRF(t *testing.T, rf int) *testCluster {
 	t.Helper()
 	tc := partitionCluster(t, 3, 4, rf, nil)
 	mustCreate(t, tc.leader().Store, "r", region.Replicate)
-	waitFor(t, 20*time.Second, "every node to host only some partition groups", func() bool {
+	waitfor.Cond(t, 20*time.Second, "every node to host only some partition groups", func() bool {
 		for _, n := range tc.running() {
 			remote := 0
 			for _, gid := range allGroups(4) {
@@ -132,7 +133,7 @@ func TestListingEqualsList(t *testing.T) {
 				}
 				// Stale reads come from the local replica where there is
 				// one: once it has caught up, the same answer.
-				waitFor(t, 10*time.Second, "the stale listing to hold every entry", func() bool {
+				waitfor.Cond(t, 10*time.Second, "the stale listing to hold every entry", func() bool {
 					ls, err := node.OpenList(ctx, region.Stale, reg, region.ListOptions{Limit: -1})
 					return err == nil && sameEntries(drain(t, ls), want)
 				})
@@ -373,9 +374,9 @@ func TestListingRemoteStreamsStop(t *testing.T) {
 			}
 		}
 		// Nobody reads now: the remote scans fill the buffers and block.
-		waitFor(t, 10*time.Second, "remote scans in flight", func() bool { return scanGoroutines() > 0 })
+		waitfor.Cond(t, 10*time.Second, "remote scans in flight", func() bool { return scanGoroutines() > 0 })
 		ls.Close()
-		waitFor(t, 5*time.Second, "every remote scan to stop after Close", func() bool { return scanGoroutines() == 0 })
+		waitfor.Cond(t, 5*time.Second, "every remote scan to stop after Close", func() bool { return scanGoroutines() == 0 })
 	})
 
 	t.Run("member dies", func(t *testing.T) {
@@ -387,7 +388,7 @@ func TestListingRemoteStreamsStop(t *testing.T) {
 		if _, ok := ls.Next(); !ok {
 			t.Fatalf("listing ended early: %v", ls.Err())
 		}
-		waitFor(t, 10*time.Second, "remote scans in flight", func() bool { return scanGoroutines() > 0 })
+		waitfor.Cond(t, 10*time.Second, "remote scans in flight", func() bool { return scanGoroutines() > 0 })
 		tc.crash("n1")
 		got := 1
 		for {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -167,7 +168,7 @@ func TestLeaderCrashKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	// The crashed node restarts from its data dir and catches up.
 	restarted := tc.start(old.name)
-	waitFor(t, 15*time.Second, "restarted node to catch up", func() bool {
+	waitfor.Cond(t, 15*time.Second, "restarted node to catch up", func() bool {
 		c, err := restarted.Count(ctxT(t, 5*time.Second), region.Stale, "r")
 		return err == nil && c == 52
 	})
@@ -187,11 +188,11 @@ func TestFourthNodeJoinsAsNonVoter(t *testing.T) {
 		mustPut(t, leader.Store, "r", strconv.Itoa(i), `{"x":1}`)
 	}
 	n3 := tc.start("n3")
-	waitFor(t, 15*time.Second, "n3 to hold all data", func() bool {
+	waitfor.Cond(t, 15*time.Second, "n3 to hold all data", func() bool {
 		c, err := n3.Count(ctxT(t, 5*time.Second), region.Stale, "r")
 		return err == nil && c == 30
 	})
-	waitFor(t, 10*time.Second, "n3 to be a non-voter", func() bool {
+	waitfor.Cond(t, 10*time.Second, "n3 to be a non-voter", func() bool {
 		voters, nonvoters := tc.suffrage(tc.leader())
 		return len(voters) == 3 && slices.Equal(nonvoters, []string{"n3"})
 	})
@@ -207,7 +208,7 @@ func TestFiveMembersGetFiveVoters(t *testing.T) {
 	for _, name := range names("n", 5) {
 		tc.start(name)
 	}
-	waitFor(t, 20*time.Second, "5 voters", func() bool {
+	waitfor.Cond(t, 20*time.Second, "5 voters", func() bool {
 		voters, _ := tc.suffrage(tc.leader())
 		return len(voters) == 5
 	})
@@ -220,7 +221,7 @@ func TestFiveMembersGetFiveVoters(t *testing.T) {
 	}
 	_ = n4.Close()
 	n4.Store = nil
-	waitFor(t, 20*time.Second, "n4 removed and 3 voters", func() bool {
+	waitfor.Cond(t, 20*time.Second, "n4 removed and 3 voters", func() bool {
 		voters, nonvoters := tc.suffrage(tc.leader())
 		all := append(append([]string{}, voters...), nonvoters...)
 		return len(voters) == 3 && !slices.Contains(all, "n4") && len(all) == 4
@@ -251,7 +252,7 @@ func TestGracefulLeaderLeave(t *testing.T) {
 	}
 	// It can come back and is added again.
 	back := tc.start(old.name)
-	waitFor(t, 20*time.Second, "returning node to be a voter again", func() bool {
+	waitfor.Cond(t, 20*time.Second, "returning node to be a voter again", func() bool {
 		voters, _ := tc.suffrage(tc.leader())
 		return slices.Contains(voters, back.name)
 	})
@@ -263,7 +264,7 @@ func TestDeadMemberRemovedAfterTimeout(t *testing.T) {
 	for _, name := range names("n", 4) {
 		tc.start(name)
 	}
-	waitFor(t, 15*time.Second, "4 members in config", func() bool {
+	waitfor.Cond(t, 15*time.Second, "4 members in config", func() bool {
 		v, nv := tc.suffrage(tc.leader())
 		return len(v)+len(nv) == 4
 	})
@@ -272,7 +273,7 @@ func TestDeadMemberRemovedAfterTimeout(t *testing.T) {
 		victim = "n2"
 	}
 	tc.crash(victim)
-	waitFor(t, 20*time.Second, victim+" removed and 3 voters", func() bool {
+	waitfor.Cond(t, 20*time.Second, victim+" removed and 3 voters", func() bool {
 		v, nv := tc.suffrage(tc.leader())
 		return len(v) == 3 && len(nv) == 0 && !slices.Contains(v, victim)
 	})
@@ -365,7 +366,7 @@ func TestCatchUpBySnapshot(t *testing.T) {
 	joiner := tc.start("n3")
 	back := tc.start(follower.name)
 	for _, nd := range []*testNode{joiner, back} {
-		waitFor(t, 20*time.Second, nd.name+" to catch up from a snapshot", func() bool {
+		waitfor.Cond(t, 20*time.Second, nd.name+" to catch up from a snapshot", func() bool {
 			c, err := nd.Count(ctxT(t, 5*time.Second), region.Stale, "r")
 			return err == nil && c == n+100
 		})
@@ -383,7 +384,7 @@ func TestCatchUpBySnapshot(t *testing.T) {
 	// A node restarted from its own snapshot and log has everything too.
 	tc.crash(joiner.name)
 	again := tc.start(joiner.name)
-	waitFor(t, 20*time.Second, "restarted node to serve from its snapshot", func() bool {
+	waitfor.Cond(t, 20*time.Second, "restarted node to serve from its snapshot", func() bool {
 		c, err := again.Count(ctxT(t, 5*time.Second), region.Stale, "r")
 		return err == nil && c == n+101
 	})

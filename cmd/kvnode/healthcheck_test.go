@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
@@ -31,7 +32,7 @@ func TestHealthcheckFollowsReadiness(t *testing.T) {
 		t.Fatalf("healthcheck --url .../livez of a live node = %v (%s)", err, out)
 	}
 	ip.Start("n1", 2)
-	nodetest.WaitUntil(t, 20*time.Second, "the healthcheck to pass once the cluster formed", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the healthcheck to pass once the cluster formed", func() bool {
 		_, err := probe(env)
 		return err == nil
 	})
@@ -53,7 +54,7 @@ func TestHealthcheckOverHTTPS(t *testing.T) {
 	ip.Tune = func(_ string, cfg *node.Config) { cfg.TLSCert, cfg.TLSKey = cert, key }
 	n0 := ip.Start("n0", 1)
 	env := []string{"KVNODE_HTTP_ADDR=" + n0.HTTPAddr(), "KVNODE_TLS_CERT=" + cert}
-	nodetest.WaitUntil(t, 20*time.Second, "the healthcheck to pass over HTTPS", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the healthcheck to pass over HTTPS", func() bool {
 		_, err := probe(env)
 		return err == nil
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
 
@@ -29,7 +30,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		}, io.Discard)
 	}()
 	url := "http://" + httpAddr
-	nodetest.WaitUntil(t, 15*time.Second, "the region from --regions to exist", func() bool {
+	waitfor.Cond(t, 15*time.Second, "the region from --regions to exist", func() bool {
 		resp, err := http.Get(url + "/kv/v1/orders")
 		if err != nil {
 			return false

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/internal/ports"
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // repoRoot is the repository, two levels above this package.
@@ -107,17 +108,6 @@ func call(method, url, body string) (reply, error) {
 	return reply{resp.StatusCode, string(b)}, nil
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // composeContainers names the project's three members' containers
 // (Compose v1 spells them project_kvnode-0_1, v2 project-kvnode-0-1).
 func composeContainers(t *testing.T, project string) []string {
@@ -175,7 +165,7 @@ func TestComposeCluster(t *testing.T) {
 		r, err := call("GET", u+"/readyz", "")
 		return err == nil && r.status == 200
 	}
-	waitFor(t, 60*time.Second, "three ready members", func() bool {
+	waitfor.Cond(t, 60*time.Second, "three ready members", func() bool {
 		return ready(urls[0]) && ready(urls[1]) && ready(urls[2])
 	})
 	t.Logf("three members ready %v after `up -d`", time.Since(start).Round(100*time.Millisecond))
@@ -186,7 +176,7 @@ func TestComposeCluster(t *testing.T) {
 	// The compose healthcheck (`/kvnode healthcheck` inside the scratch
 	// image) reports every member healthy.
 	names := composeContainers(t, project)
-	waitFor(t, 60*time.Second, "Docker to report every member healthy", func() bool {
+	waitfor.Cond(t, 60*time.Second, "Docker to report every member healthy", func() bool {
 		for _, ctr := range names {
 			if docker(t, "inspect", "-f", "{{.State.Health.Status}}", ctr) != "healthy" {
 				return false
@@ -254,7 +244,7 @@ func TestComposeCluster(t *testing.T) {
 		}
 	}
 	docker(t, "start", victim)
-	waitFor(t, 60*time.Second, "the killed member to come back and catch up", func() bool {
+	waitfor.Cond(t, 60*time.Second, "the killed member to come back and catch up", func() bool {
 		return ready(urls[1]) && checkAll(1, true)
 	})
 
@@ -270,7 +260,7 @@ func TestComposeCluster(t *testing.T) {
 		put((i+1)%2, "events", fmt.Sprintf("c%d", i))
 	}
 	docker(t, "network", "connect", "--alias", "kvnode-2", network, cut)
-	waitFor(t, 90*time.Second, "the cut-off member to catch up", func() bool {
+	waitfor.Cond(t, 90*time.Second, "the cut-off member to catch up", func() bool {
 		return ready(urls[2]) && checkAll(2, true)
 	})
 
@@ -293,7 +283,7 @@ func TestComposeCluster(t *testing.T) {
 	t.Logf("member IPs before the restart %s, after %s", before, ips())
 	allThere := func(when string) {
 		t.Helper()
-		waitFor(t, 90*time.Second, "the cluster to be ready "+when, func() bool {
+		waitfor.Cond(t, 90*time.Second, "the cluster to be ready "+when, func() bool {
 			return ready(urls[0]) && ready(urls[1]) && ready(urls[2])
 		})
 		for i := 0; i < 3; i++ {

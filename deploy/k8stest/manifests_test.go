@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kvnode/kvnode/auth"
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodeflags"
 	"github.com/kvnode/kvnode/node/nodetest"
@@ -534,7 +535,7 @@ func TestProbePathsServe(t *testing.T) {
 	n := ip.Start("solo", 1)
 	for _, probe := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
 		path := probe.HTTPGet.Path
-		nodetest.WaitUntil(t, 20*time.Second, "GET "+path+" to answer 200", func() bool {
+		waitfor.Cond(t, 20*time.Second, "GET "+path+" to answer 200", func() bool {
 			return nodetest.Call(t, n, "GET", path, "").Status == 200
 		})
 	}

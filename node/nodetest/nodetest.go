@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/store"
 )
@@ -133,7 +134,7 @@ func (c *Cluster) Stop(name string, graceful bool) {
 func (c *Cluster) Leader() *node.Node {
 	c.t.Helper()
 	var found *node.Node
-	WaitUntil(c.t, 20*time.Second, "nodes to agree on a leader", func() bool {
+	waitfor.Cond(c.t, 20*time.Second, "nodes to agree on a leader", func() bool {
 		leader := ""
 		for _, n := range c.Nodes {
 			l := View(c.t, n).Leader
@@ -189,23 +190,6 @@ func MustCall(t *testing.T, n *node.Node, method, path, body string, want int) R
 		t.Fatalf("%s %s on %s = %d %s, want %d", method, path, n.Name(), r.Status, r.Body, want)
 	}
 	return r
-}
-
-// WaitUntil polls cond every 25 ms and fails the test, naming what it
-// waited for, when cond is still false after timeout.
-func WaitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Logf("waited %v for %s", d.Round(time.Millisecond), what)
-	}
 }
 
 // ClusterView is GET /management/v1/cluster.

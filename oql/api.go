@@ -8,8 +8,10 @@ import (
 
 // Source is the data a query reads: the regions it names, by full path
 // ("/orders"). The store implements it over its replicas; tests use a map.
-// Every method returns an error wrapping ErrRegionNotFound for a region that
-// does not exist.
+// Every method returns an error wrapping region.ErrRegionNotFound for a
+// region that does not exist: the one "region not found" of kvnode, which a
+// query answers as a 500 (rest wraps every query error in its queryError)
+// and a region operation as a 404.
 type Source interface {
 	// Scan calls fn with every entry of the region, in any order, until fn
 	// returns false. value is the stored JSON; fn must not keep it past
@@ -24,8 +26,6 @@ type Source interface {
 // Errors a query can fail with, beyond syntax (*SyntaxError) and evaluation
 // errors (*EvalError). All of them are a 500 over REST.
 var (
-	// ErrRegionNotFound: a region path names no region.
-	ErrRegionNotFound = errors.New("region not found")
 	// ErrTooManyRows: the result passed Options.MaxRows.
 	ErrTooManyRows = errors.New("query result too large")
 	// ErrBind: the bind values do not fit the query (count, kind, text).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/kvnode/kvnode/region"
 )
 
 // sliceSource is one region held as sorted entries, so that benchmarks
@@ -18,7 +20,7 @@ type sliceSource struct {
 
 func (s *sliceSource) Scan(_ context.Context, r string, fn func(string, []byte) bool) error {
 	if r != s.path {
-		return ErrRegionNotFound
+		return region.ErrRegionNotFound
 	}
 	for i, k := range s.keys {
 		if !fn(k, s.values[i]) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/internal/oqlspec"
+	"github.com/kvnode/kvnode/region"
 )
 
 // The rows of ../shared/spec/oql.md (package internal/oqlspec), one or
@@ -70,7 +71,7 @@ func checkRow(t *testing.T, how string, row oqlspec.Row, wantErr bool, got strin
 		}
 		var se *SyntaxError
 		var ee *EvalError
-		if !errors.As(err, &se) && !errors.As(err, &ee) && !errors.Is(err, ErrRegionNotFound) && !errors.Is(err, ErrBind) {
+		if !errors.As(err, &se) && !errors.As(err, &ee) && !errors.Is(err, region.ErrRegionNotFound) && !errors.Is(err, ErrBind) {
 			t.Errorf("%s: %s: error %T %v is not a query error", how, row.Q, err, err)
 		}
 		if _, text, ok := strings.Cut(row.Want, ":"); ok && !strings.Contains(err.Error(), text) {

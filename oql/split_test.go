@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kvnode/kvnode/region"
 )
 
 // mapSource is a Source over region path → key → JSON.
@@ -17,7 +19,7 @@ type mapSource map[string]map[string]string
 func (m mapSource) Scan(_ context.Context, r string, fn func(string, []byte) bool) error {
 	entries, ok := m[r]
 	if !ok {
-		return fmt.Errorf("%s: %w", r, ErrRegionNotFound)
+		return fmt.Errorf("%s: %w", r, region.ErrRegionNotFound)
 	}
 	keys := make([]string, 0, len(entries))
 	for k := range entries {
@@ -35,7 +37,7 @@ func (m mapSource) Scan(_ context.Context, r string, fn func(string, []byte) boo
 func (m mapSource) Get(_ context.Context, r, k string) ([]byte, bool, error) {
 	entries, ok := m[r]
 	if !ok {
-		return nil, false, fmt.Errorf("%s: %w", r, ErrRegionNotFound)
+		return nil, false, fmt.Errorf("%s: %w", r, region.ErrRegionNotFound)
 	}
 	v, ok := entries[k]
 	return []byte(v), ok, nil
@@ -44,7 +46,7 @@ func (m mapSource) Get(_ context.Context, r, k string) ([]byte, bool, error) {
 func (m mapSource) Size(_ context.Context, r string) (int, error) {
 	entries, ok := m[r]
 	if !ok {
-		return 0, fmt.Errorf("%s: %w", r, ErrRegionNotFound)
+		return 0, fmt.Errorf("%s: %w", r, region.ErrRegionNotFound)
 	}
 	return len(entries), nil
 }

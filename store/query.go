@@ -162,7 +162,7 @@ func (s *Store) newQuerySource(ctx context.Context, c region.Consistency, g0 *gr
 			ok = err == nil
 		}
 		if !ok {
-			return nil, fmt.Errorf("region %s: %w", path, oql.ErrRegionNotFound)
+			return nil, fmt.Errorf("region %s: %w", path, region.ErrRegionNotFound)
 		}
 		qs.refs[path] = ref
 	}
@@ -177,7 +177,7 @@ func (qs *querySource) partitioned(path string) bool {
 func (qs *querySource) ref(path string) (regionRef, error) {
 	ref, ok := qs.refs[path]
 	if !ok {
-		return regionRef{}, fmt.Errorf("region %s: %w", path, oql.ErrRegionNotFound)
+		return regionRef{}, fmt.Errorf("region %s: %w", path, region.ErrRegionNotFound)
 	}
 	return ref, nil
 }

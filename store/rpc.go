@@ -342,7 +342,10 @@ var rpcErrors = []struct {
 	{"not-hosted", errNotHosted},
 	{"region-not-found", region.ErrRegionNotFound},
 	{"invalid", region.ErrInvalid},
-	{"query-region-not-found", oql.ErrRegionNotFound},
+	// Members before oql's own sentinel was merged into region's send
+	// this code; it decodes as region.ErrRegionNotFound, which encodes as
+	// region-not-found (the first row that matches).
+	{"query-region-not-found", region.ErrRegionNotFound},
 	{"query-too-large", oql.ErrTooManyRows},
 	{"query-bind", oql.ErrBind},
 	{"too-large", region.ErrTooLarge},

@@ -50,7 +50,8 @@ func retryableWrite(err error) bool {
 // retryableRead reports whether a read barrier that failed with err may be
 // tried again: reads change nothing, so any leadership trouble qualifies.
 func retryableRead(err error) bool {
-	return retryableWrite(err) || errors.Is(err, region.ErrIndeterminate) || errors.Is(err, errNoAnswer)
+	return retryableWrite(err) || errors.Is(err, region.ErrIndeterminate) || errors.Is(err, errNoAnswer) ||
+		errors.Is(err, errLagging)
 }
 
 // ctxErr turns the end of a request's context into the error clients see: a

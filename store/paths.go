@@ -212,8 +212,11 @@ func (s *Store) readBarrier(ctx context.Context, g *group, catchUp time.Duration
 
 // errLagging: this replica did not reach the read index in time (it is
 // catching up, or it was removed from the group and is no longer fed).
-// It wraps errNotHosted, so a remote caller tries another member.
-var errLagging = fmt.Errorf("replica is lagging: %w", errNotHosted)
+// Reads retry it on another replica (retryableRead). It is not a leadership
+// error and does not say so: between members it travels with the
+// not-hosted code (the receiver's answer to both is to ask another member,
+// and members of earlier versions know that code), but with its own text.
+var errLagging = errors.New("this replica is behind its group's leader")
 
 // catchUpWait is how long a partition replica may take to reach a read
 // index before the read goes to another member.

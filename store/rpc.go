@@ -340,6 +340,8 @@ var rpcErrors = []struct {
 	{"no-leader", region.ErrNoLeader},
 	{"indeterminate", region.ErrIndeterminate},
 	{"not-hosted", errNotHosted},
+	// Sent with not-hosted's code (see errLagging); decodes as errNotHosted.
+	{"not-hosted", errLagging},
 	{"region-not-found", region.ErrRegionNotFound},
 	{"invalid", region.ErrInvalid},
 	// Members before oql's own sentinel was merged into region's send

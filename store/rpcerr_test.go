@@ -2,7 +2,10 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +59,33 @@ func TestBrokenReadRPCIsRetried(t *testing.T) {
 	_, err = c.apply(ctx, addr, 0, []byte("cmd"), false)
 	if !errors.Is(err, region.ErrIndeterminate) || retryableWrite(err) {
 		t.Errorf("apply on a hang-up: %v; want indeterminate, not retried", err)
+	}
+}
+
+// TestLaggingReplicaSaysSo: a replica behind its leader refuses a read in
+// its own words, locally and through another member, never as "not the
+// leader" (which it used to say, wrapping errNotHosted), and the refusal
+// is one a read retries on another replica. Between members it keeps the
+// not-hosted code that members of earlier versions know.
+func TestLaggingReplicaSaysSo(t *testing.T) {
+	local := fmt.Errorf("linearizable read: group 2: applied 5, read index 7: %w", errLagging)
+	if !retryableRead(local) {
+		t.Errorf("%v: not retryable; a read must go to another replica", local)
+	}
+	if errors.Is(local, region.ErrNotLeader) || strings.Contains(local.Error(), region.ErrNotLeader.Error()) {
+		t.Errorf("%v: a lagging replica is not a leadership error", local)
+	}
+
+	rec := httptest.NewRecorder()
+	writeRPCError(rec, local)
+	if code := rec.Header().Get(hdrError); code != "not-hosted" {
+		t.Errorf("lagging travels with code %q, want not-hosted", code)
+	}
+	remote := refusal(rec.Result(), "10.0.0.2:7070", "/v1/groups/2/read", rec.Body.String())
+	if !retryableRead(remote) || !errors.Is(remote, errNotHosted) {
+		t.Errorf("%v: through another member, want errNotHosted, retryable", remote)
+	}
+	if msg := remote.Error(); !strings.Contains(msg, "behind its group's leader") || strings.Contains(msg, region.ErrNotLeader.Error()) {
+		t.Errorf("through another member the refusal reads %q; want the lagging text, not %q", msg, region.ErrNotLeader)
 	}
 }

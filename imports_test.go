@@ -66,14 +66,15 @@ func TestImportRules(t *testing.T) {
 	}
 
 	forbidden := map[string][]string{
-		"fsm":       {module + "/store", module + "/rest", module + "/cluster", echoPkg},
-		"store":     {module + "/rest", echoPkg},
-		"cluster":   {raftPkg, module + "/store", module + "/fsm"},
-		"oql":       {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"index":     {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"function":  {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"rest":      {raftPkg, module + "/fsm", memberlistPkg},
-		"partition": {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
+		"fsm":             {module + "/store", module + "/rest", module + "/cluster", echoPkg},
+		"store":           {module + "/rest", echoPkg},
+		"cluster":         {raftPkg, module + "/store", module + "/fsm"},
+		"oql":             {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"index":           {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"function":        {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"rest":            {raftPkg, module + "/fsm", memberlistPkg},
+		"store/transport": {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
+		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)

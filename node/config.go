@@ -17,6 +17,7 @@ import (
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // Config is everything a node is started with. cmd/kvnode fills it from
@@ -184,9 +185,9 @@ func (c Config) Validate() error {
 	if c.MaxBodySize <= 0 {
 		errs = append(errs, fmt.Errorf("--max-body-size %d: must be positive", c.MaxBodySize))
 	}
-	if c.MaxBodySize > store.MaxBodyBytes {
+	if c.MaxBodySize > transport.MaxBodyBytes {
 		errs = append(errs, fmt.Errorf("--max-body-size %d: at most %d (1GiB): a body is forwarded, logged and replicated as one Raft entry, "+
-			"held several times in memory on every member, and the log store refuses entries near 2GiB", c.MaxBodySize, store.MaxBodyBytes))
+			"held several times in memory on every member, and the log store refuses entries near 2GiB", c.MaxBodySize, transport.MaxBodyBytes))
 	}
 	if c.MaxQueryTime <= 0 {
 		errs = append(errs, fmt.Errorf("--max-query-time %v: must be positive", c.MaxQueryTime))

@@ -14,6 +14,7 @@ import (
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // Server-side functions need the store (data, Raft, the internal port) and
@@ -272,7 +273,7 @@ func newFunctions(cfg Config, st *store.Store, members *cluster.Cluster, restURL
 		Transport: st,
 		Data:      functionData{store: st, cfg: cfg, restURL: restURL, started: time.Now()},
 		// Arguments come from request bodies, which any member forwards.
-		MaxCallBytes: store.FrameLimit(cfg.MaxBodySize),
+		MaxCallBytes: transport.FrameLimit(cfg.MaxBodySize),
 	})
 	st.HandleRPC("POST "+function.RPCPath, svc.RPCHandler())
 	return functions{Service: svc, deployed: ds}, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // Node is one running kvnode member: the internal port (store), gossip
@@ -165,7 +166,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		PartitionGroups:   cfg.PartitionGroups,
 		ReplicationFactor: cfg.ReplicationFactor,
 		// Every body the REST API accepts can be forwarded whole.
-		MaxFrameBytes: store.FrameLimit(cfg.MaxBodySize),
+		MaxFrameBytes: transport.FrameLimit(cfg.MaxBodySize),
 		Logger:        logger.With("component", "store"),
 	})
 	if err != nil {

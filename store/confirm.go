@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // confirmLeadership is the read-index round's leadership check (see
@@ -59,9 +60,9 @@ func (s *Store) confirmLeadership(g *group, term uint64) error {
 	for _, srv := range others {
 		go func() {
 			a, _ := addrs.ServerAddr(srv.ID)
-			addr, _ := splitRaftAddr(a)
+			addr, _ := transport.SplitRaftAddr(a)
 			if addr == "" {
-				answers <- answer{id: srv.ID, err: fmt.Errorf("%s: %w", srv.ID, errUnreachable)}
+				answers <- answer{id: srv.ID, err: fmt.Errorf("%s: %w", srv.ID, transport.ErrUnreachable)}
 				return
 			}
 			t, err := s.client.term(ctx, addr, g.id, string(srv.ID))

@@ -2,8 +2,10 @@
 // data reaches them.
 //
 // It opens the groups (hashicorp/raft with a raft-boltdb/v2 log and stable
-// store and file snapshots under the data dir), multiplexes all of them and
-// the node-to-node RPC over the one internal port, routes each operation to
+// store and file snapshots under the data dir), serves all of them and the
+// node-to-node RPC on the one internal port (package store/transport carries
+// the connections, frames and refusal codes; the store defines the calls),
+// routes each operation to
 // its group, forwards writes to the group leader, and implements
 // linearizable reads with the read-index protocol. It also turns the gossip
 // view (package cluster) into Raft membership: the one node that bootstraps

@@ -8,11 +8,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/transport"
 )
-
-// errUnreachable marks a failure to reach another node before anything was
-// sent: the operation certainly did not happen there, so it is safe to retry.
-var errUnreachable = errors.New("node unreachable")
 
 // errNoAnswer marks a read RPC whose connection broke before the answer:
 // harmless for a read, which may be tried again elsewhere.
@@ -44,7 +41,7 @@ func raftErr(err error) error {
 // not take effect and may be sent again.
 func retryableWrite(err error) bool {
 	return errors.Is(err, region.ErrNotLeader) || errors.Is(err, region.ErrNoLeader) ||
-		errors.Is(err, errUnreachable)
+		errors.Is(err, transport.ErrUnreachable)
 }
 
 // retryableRead reports whether a read barrier that failed with err may be

@@ -21,6 +21,7 @@ import (
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // bigValue is a JSON object of about n bytes.
@@ -81,7 +82,7 @@ func TestForwardedCommandIsDecodedBeforeTheLog(t *testing.T) {
 func TestFrameLimitFollowsTheBodyLimit(t *testing.T) {
 	const maxBody = 1 << 20
 	tc := newTestCluster(t, 3)
-	tc.tune = func(c *Config) { c.MaxFrameBytes = FrameLimit(maxBody) }
+	tc.tune = func(c *Config) { c.MaxFrameBytes = transport.FrameLimit(maxBody) }
 	for _, name := range names("n", 3) {
 		tc.start(name)
 	}
@@ -90,7 +91,7 @@ func TestFrameLimitFollowsTheBodyLimit(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 
 	for _, n := range tc.running() {
-		err := n.Put(ctx, "r", []region.Entry{{Key: "big-" + n.name, Value: bigValue(int(FrameLimit(maxBody)) + 10)}})
+		err := n.Put(ctx, "r", []region.Entry{{Key: "big-" + n.name, Value: bigValue(int(transport.FrameLimit(maxBody)) + 10)}})
 		if !errors.Is(err, region.ErrTooLarge) {
 			t.Errorf("over-limit put through %s: %v; want ErrTooLarge", n.name, err)
 		}
@@ -152,15 +153,15 @@ func TestRPCAnswerIsNeverCut(t *testing.T) {
 		}()
 		return ln.Addr().String()
 	}
-	c := newRPCClient(&dialer{net: &net.Dialer{Timeout: time.Second}}, limit)
-	defer c.close()
+	c := newRPCClient(&transport.Dialer{Net: &net.Dialer{Timeout: time.Second}}, limit)
+	defer c.Close()
 	ctx := ctxT(t, 10*time.Second)
 
-	data, err := c.call(ctx, "GET", serve(limit), "/v1/status", nil)
+	data, err := c.Call(ctx, "GET", serve(limit), "/v1/status", nil)
 	if err != nil || len(data) != limit {
 		t.Errorf("answer of exactly the limit: %d bytes, %v; want all %d", len(data), err, limit)
 	}
-	data, err = c.call(ctx, "GET", serve(limit+1), "/v1/status", nil)
+	data, err = c.Call(ctx, "GET", serve(limit+1), "/v1/status", nil)
 	if !errors.Is(err, region.ErrTooLarge) {
 		t.Errorf("answer one byte over the limit: %d bytes, %v; want ErrTooLarge", len(data), err)
 	}
@@ -178,7 +179,7 @@ func TestRPCAnswerIsNeverCut(t *testing.T) {
 // limit, instead of being cut.
 func TestLargeRemoteAnswersAreRefusedWhole(t *testing.T) {
 	const maxBody = 1 << 20
-	tc := partitionCluster(t, 4, 4, 2, func(c *Config) { c.MaxFrameBytes = FrameLimit(maxBody) })
+	tc := partitionCluster(t, 4, 4, 2, func(c *Config) { c.MaxFrameBytes = transport.FrameLimit(maxBody) })
 	leader := tc.leader()
 	ctx := ctxT(t, 60*time.Second)
 
@@ -403,7 +404,7 @@ func TestBatcherDropsCommandsWhoseCallerGaveUp(t *testing.T) {
 // applied whole on every replica.
 func TestLargeCommandIsStaged(t *testing.T) {
 	tc := newTestCluster(t, 3)
-	tc.tune = func(c *Config) { c.MaxFrameBytes = FrameLimit(64 << 20) }
+	tc.tune = func(c *Config) { c.MaxFrameBytes = transport.FrameLimit(64 << 20) }
 	for _, name := range names("n", 3) {
 		tc.start(name)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // What server-side functions (package function, wired by cmd/kvnode) need
@@ -23,7 +24,7 @@ import (
 // sends it), as the store's own RPCs do.
 func (s *Store) HandleRPC(pattern string, h http.Handler) {
 	s.rpc.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := requestContext(r)
+		ctx, cancel := transport.RequestContext(r)
 		defer cancel()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	}))
@@ -34,9 +35,9 @@ func (s *Store) HandleRPC(pattern string, h http.Handler) {
 func (s *Store) CallMember(ctx context.Context, member, path string, body []byte) ([]byte, error) {
 	addr, ok := s.internalAddrs()[member]
 	if !ok {
-		return nil, fmt.Errorf("member %s: %w: not alive in gossip", member, errUnreachable)
+		return nil, fmt.Errorf("member %s: %w: not alive in gossip", member, transport.ErrUnreachable)
 	}
-	return s.client.call(ctx, http.MethodPost, addr, path, body)
+	return s.client.Call(ctx, http.MethodPost, addr, path, body)
 }
 
 // PartitionLeaders returns P and the member leading each partition group

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/durable"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // RaftConfig tunes every Raft group of the node. Zero fields take the
@@ -177,7 +178,7 @@ var _ net.Addr = stringAddr("")
 
 // openGroup opens (or creates) the group's stores under dir and starts its
 // Raft instance. It does not bootstrap.
-func openGroup(gid uint64, dir, localID string, layer *raftLayer, addrs raft.ServerAddressProvider, rc RaftConfig, logger *slog.Logger, fo fsm.Options, confirm confirmFunc) (*group, error) {
+func openGroup(gid uint64, dir, localID string, layer *transport.RaftLayer, addrs raft.ServerAddressProvider, rc RaftConfig, logger *slog.Logger, fo fsm.Options, confirm confirmFunc) (*group, error) {
 	if err := durable.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
@@ -349,7 +350,7 @@ func (g *group) watchLeader() {
 		select {
 		case o := <-g.obsCh:
 			if lo, ok := o.Data.(raft.LeaderObservation); ok {
-				addr, _ := splitRaftAddr(lo.LeaderAddr)
+				addr, _ := transport.SplitRaftAddr(lo.LeaderAddr)
 				g.logger.Info("leader changed", "leader", string(lo.LeaderID), "address", addr)
 			}
 			g.leaderMu.Lock()
@@ -376,7 +377,7 @@ func (g *group) isLeader() bool { return g.raft.State() == raft.Leader }
 // memberAddrs tags with the leader's name; the tag is dropped here.
 func (g *group) leader() (id, addr string) {
 	a, i := g.raft.LeaderWithID()
-	addr, _ = splitRaftAddr(a)
+	addr, _ = transport.SplitRaftAddr(a)
 	return string(i), addr
 }
 

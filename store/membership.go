@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // Gossip observes, Raft decides: this file turns the gossip view into Raft
@@ -305,7 +306,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 // restart on shuffled addresses, so the recorded address may now be another
 // member's, whose progress says nothing about this one's.
 func (s *Store) caughtUp(g *group, srv raft.Server) bool {
-	addr, _ := splitRaftAddr(srv.Address)
+	addr, _ := transport.SplitRaftAddr(srv.Address)
 	if live, ok := s.liveAddr(string(srv.ID)); ok {
 		addr = live
 	}

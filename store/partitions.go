@@ -18,6 +18,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/durable"
 	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // Partition groups: who hosts which group is the partition table in group
@@ -90,11 +91,11 @@ func (s *Store) openPartition(gid uint64, p int) (*group, error) {
 			return nil, fmt.Errorf("partition group %d: %w", gid, err)
 		}
 	}
-	ln, err := s.mux.groupListener(gid)
+	ln, err := s.mux.GroupListener(gid)
 	if err != nil {
 		return nil, err
 	}
-	layer := &raftLayer{chanListener: ln, gid: gid, dialer: s.dialer}
+	layer := &transport.RaftLayer{Listener: ln, Group: gid, Dialer: s.dialer}
 	keyFilter := func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }
 	g, err := openGroup(gid, dir, s.name, layer, memberAddrs{s.cfg.Members}, s.cfg.Raft, s.logger, fsm.Options{KeyFilter: keyFilter}, s.confirmLeadership)
 	if err != nil {

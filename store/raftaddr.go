@@ -2,11 +2,11 @@ package store
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // memberAddrs tells every group's Raft transport where a member is now:
@@ -30,22 +30,10 @@ type memberAddrs struct{ members Membership }
 func (a memberAddrs) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 	for _, m := range a.members.Members() {
 		if m.Name == string(id) && m.InternalAddr != "" {
-			return joinRaftAddr(m.InternalAddr, m.Name), nil
+			return transport.JoinRaftAddr(m.InternalAddr, m.Name), nil
 		}
 	}
-	return joinRaftAddr("", string(id)), nil
-}
-
-// joinRaftAddr makes the address a raftLayer dials: host:port@name. A host
-// or IP never holds '@', so the first one separates the two.
-func joinRaftAddr(addr, name string) raft.ServerAddress {
-	return raft.ServerAddress(addr + "@" + name)
-}
-
-// splitRaftAddr undoes joinRaftAddr; a plain host:port has no name.
-func splitRaftAddr(a raft.ServerAddress) (addr, name string) {
-	addr, name, _ = strings.Cut(string(a), "@")
-	return addr, name
+	return transport.JoinRaftAddr("", string(id)), nil
 }
 
 // addressFix is one change that brings a configuration's recorded address

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -80,76 +79,6 @@ func TestNextAddressFix(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestRaftAddrRoundTrip(t *testing.T) {
-	for _, tc := range []struct{ addr, name string }{{"10.0.0.1:7070", "kvnode-0"}, {"[fe80::1]:7070", "a@b"}, {"", "ghost"}} {
-		addr, name := splitRaftAddr(joinRaftAddr(tc.addr, tc.name))
-		if addr != tc.addr || name != tc.name {
-			t.Errorf("split(join(%q, %q)) = %q, %q", tc.addr, tc.name, addr, name)
-		}
-	}
-	if addr, name := splitRaftAddr("10.0.0.1:7070"); addr != "10.0.0.1:7070" || name != "" {
-		t.Errorf("a plain address split into %q, %q", addr, name)
-	}
-}
-
-// A Raft connection meant for another member is refused: the stale
-// address of one member must never reach another's Raft.
-func TestMuxRefusesConnectionForAnotherMember(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newMux(ln, ln.Addr(), "kvnode-1", testLogger(t, "mux"))
-	go m.serve()
-	defer m.close()
-	gl, err := m.groupListener(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := gl.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
-	layer := &raftLayer{chanListener: gl, gid: 3, dialer: &dialer{net: &net.Dialer{}}}
-	addr := ln.Addr().String()
-
-	for _, tc := range []struct {
-		to   string
-		want bool
-	}{{"kvnode-1", true}, {"kvnode-2", false}} {
-		c, err := layer.Dial(joinRaftAddr(addr, tc.to), time.Second)
-		if err != nil {
-			t.Fatalf("dial %s: %v", tc.to, err)
-		}
-		select {
-		case got := <-accepted:
-			_ = got.Close()
-			if !tc.want {
-				t.Errorf("a connection meant for %s reached kvnode-1's Raft", tc.to)
-			}
-		case <-time.After(time.Second):
-			if tc.want {
-				t.Errorf("a connection meant for %s did not reach it", tc.to)
-			}
-			// The refused connection is closed by the far end.
-			_ = c.SetReadDeadline(time.Now().Add(time.Second))
-			if _, err := c.Read(make([]byte, 1)); err == nil {
-				t.Errorf("the refused connection is still open")
-			}
-		}
-		_ = c.Close()
-	}
-	if _, err := layer.Dial(joinRaftAddr("", "ghost"), time.Second); err == nil {
-		t.Errorf("dialing a member with no known address succeeded")
 	}
 }
 

@@ -1,15 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,15 +15,14 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
-// Node-to-node RPC is plain HTTP/1.1 over the internal port (connections
-// tagged kindRPC by the mux). HTTP gives connection pooling, deadlines and
-// debuggability for free; bodies are the binary command and result codecs of
-// package fsm, so forwarding adds no re-encoding.
+// The store's RPCs (package transport carries them):
 //
 //	POST /v1/groups/{gid}/apply      body: encoded fsm.Command → encoded fsm.Result
 //	POST /v1/groups/{gid}/read       body: JSON readReq → JSON readResp
+//	POST /v1/groups/{gid}/scan       body: JSON scanReq → framed stream (scan.go)
 //	POST /v1/groups/{gid}/readindex  → uvarint read index (leader only)
 //	POST /v1/groups/{gid}/term?id=   → uvarint term of the group here, if this is member id
 //	POST /v1/groups/{gid}/query      body: JSON queryReq → oql.EncodePartial
@@ -36,54 +32,6 @@ import (
 // An apply goes to the group's leader, except from a node that does not host
 // the group: it marks the request Kv-Forward and the receiving member hands
 // it to its leader, once (the second hop is never marked, so no loops).
-//
-// A request the receiver cannot serve carries its reason in the Kv-Error
-// header, so the sender can tell "not the leader, retry" from "outcome
-// unknown", and region sentinels survive the hop.
-const (
-	hdrError   = "Kv-Error"
-	hdrTimeout = "Kv-Timeout-Ms"
-	hdrForward = "Kv-Forward"
-
-	errCodeOther = "error"
-
-	maxRPCTimeout = 60 * time.Second
-)
-
-// Frame limits. Every message between members (a forwarded command, a read
-// or query answer) is at most the frame limit, Config.MaxFrameBytes. It
-// follows the largest request body the REST API accepts (FrameLimit), so a
-// body the API took is never too large to forward; and a message over the
-// limit is refused with region.ErrTooLarge, never cut: a cut command used
-// to reach Raft's log and stop every replica that applied it.
-const (
-	// DefaultFrameBytes is the frame limit of a store configured without one.
-	DefaultFrameBytes = 64 << 20
-	// FrameOverhead is what a command may need beyond the request body it
-	// carries: keys from the URL (at most 96 KiB), names, lengths.
-	FrameOverhead = 1 << 20
-	// MaxBodyBytes is the largest request body a node can be configured to
-	// carry. A command is held several times over while it is forwarded,
-	// logged (bbolt refuses values near 2 GiB), replicated and applied.
-	MaxBodyBytes = 1 << 30
-)
-
-// FrameLimit is the frame limit that carries request bodies of up to
-// maxBody bytes.
-func FrameLimit(maxBody int64) int64 { return maxBody + FrameOverhead }
-
-// readFrame reads all of r, or refuses with region.ErrTooLarge once it is
-// longer than limit: never a silently shortened message.
-func readFrame(r io.Reader, limit int64, what string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: %s is larger than the internal frame limit of %d bytes (set by --max-body-size)", region.ErrTooLarge, what, limit)
-	}
-	return data, nil
-}
 
 // errBadCommand: a forwarded command that does not decode. It is refused
 // before it reaches the log; the sender has a bug (or another format).
@@ -117,29 +65,20 @@ func newRPCServer(s *Store) *rpcServer {
 	return r
 }
 
-// requestContext bounds the handler by the caller's remaining deadline.
-func requestContext(req *http.Request) (context.Context, context.CancelFunc) {
-	timeout := maxRPCTimeout
-	if ms, err := strconv.ParseInt(req.Header.Get(hdrTimeout), 10, 64); err == nil && ms > 0 {
-		timeout = min(time.Duration(ms)*time.Millisecond, maxRPCTimeout)
-	}
-	return context.WithTimeout(req.Context(), timeout)
-}
-
 func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*group, bool) {
 	gid, err := strconv.ParseUint(req.PathValue("gid"), 10, 64)
 	if err != nil {
-		writeRPCError(w, fmt.Errorf("bad group id %q", req.PathValue("gid")))
+		rpcCodes.WriteError(w, fmt.Errorf("bad group id %q", req.PathValue("gid")))
 		return nil, false
 	}
 	g := r.s.groupByID(gid)
 	if g == nil {
-		writeRPCError(w, fmt.Errorf("raft group %d on %s: %w", gid, r.s.name, errNotHosted))
+		rpcCodes.WriteError(w, fmt.Errorf("raft group %d on %s: %w", gid, r.s.name, errNotHosted))
 		return nil, false
 	}
 	if err := g.halted(); err != nil {
 		// Serve nothing from it; the sender tries another member.
-		writeRPCError(w, fmt.Errorf("%s: %w", r.s.name, err))
+		rpcCodes.WriteError(w, fmt.Errorf("%s: %w", r.s.name, err))
 		return nil, false
 	}
 	return g, true
@@ -150,24 +89,24 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := requestContext(req)
+	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
-	data, err := readFrame(req.Body, r.s.frameLimit(), "the forwarded command")
+	data, err := transport.ReadFrame(req.Body, r.s.frameLimit(), "the forwarded command")
 	if err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	// Decoded here too, not only by the leader's applyLocal: a command that
 	// is handed on to our leader must not reach it broken either.
 	if _, err := fsm.CheckCommand(data); err != nil {
-		writeRPCError(w, fmt.Errorf("%w from %s: %v", errBadCommand, req.RemoteAddr, err))
+		rpcCodes.WriteError(w, fmt.Errorf("%w from %s: %v", errBadCommand, req.RemoteAddr, err))
 		return
 	}
 	var res *fsm.Result
 	switch {
 	case g.isLeader():
 		res, err = r.s.applyLocal(ctx, g, data)
-	case req.Header.Get(hdrForward) != "":
+	case req.Header.Get(transport.HeaderForward) != "":
 		// From a node that does not host the group: one more hop, to our
 		// leader, and not further.
 		id, addr := g.leader()
@@ -181,7 +120,7 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 		err = fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.id, region.ErrNotLeader)
 	}
 	if err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -193,16 +132,16 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := requestContext(req)
+	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
 	var rr readReq
-	body, err := readFrame(req.Body, r.s.frameLimit(), "the read request")
+	body, err := transport.ReadFrame(req.Body, r.s.frameLimit(), "the read request")
 	if err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	if err := json.Unmarshal(body, &rr); err != nil {
-		writeRPCError(w, fmt.Errorf("%w: read request: %v", region.ErrInvalid, err))
+		rpcCodes.WriteError(w, fmt.Errorf("%w: read request: %v", region.ErrInvalid, err))
 		return
 	}
 	if !r.readable(ctx, w, g, rr.Stale) {
@@ -210,12 +149,12 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 	}
 	resp, err := execRead(g.fsm, rr)
 	if err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	out, err := json.Marshal(resp)
 	if err != nil {
-		writeRPCError(w, fmt.Errorf("encode read answer: %w", err))
+		rpcCodes.WriteError(w, fmt.Errorf("encode read answer: %w", err))
 		return
 	}
 	r.writeFrame(w, "application/json", out, "the read's answer")
@@ -229,11 +168,11 @@ func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *grou
 		c = region.Stale
 	}
 	if r.s.localFor(g.id) == nil {
-		writeRPCError(w, fmt.Errorf("group %d on %s is moving away: %w", g.id, r.s.name, errNotHosted))
+		rpcCodes.WriteError(w, fmt.Errorf("group %d on %s is moving away: %w", g.id, r.s.name, errNotHosted))
 		return false
 	}
 	if err := r.s.localRead(ctx, g, c, catchUpWait); err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return false
 	}
 	return true
@@ -244,7 +183,7 @@ func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *grou
 // a clear error for the client, instead of a cut answer.
 func (r *rpcServer) writeFrame(w http.ResponseWriter, contentType string, out []byte, what string) {
 	if limit := r.s.frameLimit(); int64(len(out)) > limit {
-		writeRPCError(w, fmt.Errorf("%w: %s (%d bytes) is larger than the internal frame limit of %d bytes (set by --max-body-size): ask for fewer keys or rows at a time",
+		rpcCodes.WriteError(w, fmt.Errorf("%w: %s (%d bytes) is larger than the internal frame limit of %d bytes (set by --max-body-size): ask for fewer keys or rows at a time",
 			region.ErrTooLarge, what, len(out), limit))
 		return
 	}
@@ -257,21 +196,21 @@ func (r *rpcServer) query(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := requestContext(req)
+	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
 	var qr queryReq
-	body, err := readFrame(req.Body, r.s.frameLimit(), "the query request")
+	body, err := transport.ReadFrame(req.Body, r.s.frameLimit(), "the query request")
 	if err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	if err := json.Unmarshal(body, &qr); err != nil {
-		writeRPCError(w, fmt.Errorf("%w: decode query request: %v", region.ErrInvalid, err))
+		rpcCodes.WriteError(w, fmt.Errorf("%w: decode query request: %v", region.ErrInvalid, err))
 		return
 	}
 	part, err := r.s.servePartial(ctx, g, qr)
 	if err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	r.writeFrame(w, "application/json", oql.EncodePartial(part), "the query's partial result")
@@ -282,15 +221,15 @@ func (r *rpcServer) readIndex(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := requestContext(req)
+	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
 	if !g.isLeader() {
-		writeRPCError(w, fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.id, region.ErrNotLeader))
+		rpcCodes.WriteError(w, fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.id, region.ErrNotLeader))
 		return
 	}
 	idx, err := g.reads.readIndex(ctx)
 	if err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	_, _ = w.Write(binary.AppendUvarint(nil, idx))
@@ -301,7 +240,7 @@ func (r *rpcServer) readIndex(w http.ResponseWriter, req *http.Request) {
 // another member: the caller dialed an address that is no longer its.
 func (r *rpcServer) term(w http.ResponseWriter, req *http.Request) {
 	if id := req.URL.Query().Get("id"); id != r.s.name {
-		writeRPCError(w, fmt.Errorf("this is %s, not %q: %w", r.s.name, id, errUnreachable))
+		rpcCodes.WriteError(w, fmt.Errorf("this is %s, not %q: %w", r.s.name, id, transport.ErrUnreachable))
 		return
 	}
 	g, ok := r.group(w, req)
@@ -316,10 +255,10 @@ func (r *rpcServer) leave(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := requestContext(req)
+	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
 	if err := r.s.removeServer(ctx, g, req.URL.Query().Get("id"), "left gracefully"); err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -330,156 +269,52 @@ func (r *rpcServer) status(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(r.s.Status())
 }
 
-// rpcErrors are the sentinels that keep their identity across an RPC, in
-// the order they are checked.
-var rpcErrors = []struct {
-	code string
-	err  error
-}{
-	{"not-leader", region.ErrNotLeader},
-	{"no-leader", region.ErrNoLeader},
-	{"indeterminate", region.ErrIndeterminate},
-	{"not-hosted", errNotHosted},
+// rpcCodes are the sentinels that keep their identity across the store's
+// RPCs, in the order they are checked.
+var rpcCodes = transport.Codes{
+	{Code: "not-leader", Err: region.ErrNotLeader},
+	{Code: "no-leader", Err: region.ErrNoLeader},
+	{Code: "indeterminate", Err: region.ErrIndeterminate},
+	{Code: "not-hosted", Err: errNotHosted},
 	// Sent with not-hosted's code (see errLagging); decodes as errNotHosted.
-	{"not-hosted", errLagging},
-	{"region-not-found", region.ErrRegionNotFound},
-	{"invalid", region.ErrInvalid},
+	{Code: "not-hosted", Err: errLagging},
+	{Code: "region-not-found", Err: region.ErrRegionNotFound},
+	{Code: "invalid", Err: region.ErrInvalid},
 	// Members before oql's own sentinel was merged into region's send
 	// this code; it decodes as region.ErrRegionNotFound, which encodes as
 	// region-not-found (the first row that matches).
-	{"query-region-not-found", region.ErrRegionNotFound},
-	{"query-too-large", oql.ErrTooManyRows},
-	{"query-bind", oql.ErrBind},
-	{"too-large", region.ErrTooLarge},
-	{"bad-command", errBadCommand},
+	{Code: "query-region-not-found", Err: region.ErrRegionNotFound},
+	{Code: "query-too-large", Err: oql.ErrTooManyRows},
+	{Code: "query-bind", Err: oql.ErrBind},
+	{Code: "too-large", Err: region.ErrTooLarge},
+	{Code: "bad-command", Err: errBadCommand},
 }
 
 // errNotHosted: the receiver does not host the group (it moved); the
 // sender tries another member.
 var errNotHosted = fmt.Errorf("%w: group not hosted here", region.ErrNotLeader)
 
-func writeRPCError(w http.ResponseWriter, err error) {
-	code := errCodeOther
-	for _, e := range rpcErrors {
-		if errors.Is(err, e.err) {
-			code = e.code
-			break
-		}
-	}
-	w.Header().Set(hdrError, code)
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = io.WriteString(w, err.Error())
-}
-
-// rpcClient calls other nodes' RPC servers.
-type rpcClient struct {
-	hc *http.Client
-	// limit is the frame limit: the largest answer read (a longer one is
-	// an error, never cut short).
-	limit int64
-}
-
-func newRPCClient(d *dialer, limit int64) *rpcClient {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return dialMux(ctx, d, addr, kindRPC, 0, "")
-		},
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 128,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}
-	return &rpcClient{hc: &http.Client{Transport: tr}, limit: limit}
-}
-
-func (c *rpcClient) close() {
-	c.hc.CloseIdleConnections()
-}
-
-// call performs one RPC and returns the response body of a 200.
-func (c *rpcClient) call(ctx context.Context, method, addr, path string, body []byte) ([]byte, error) {
-	return c.callWith(ctx, method, addr, path, body, nil)
-}
-
-func (c *rpcClient) callWith(ctx context.Context, method, addr, path string, body []byte, hdr http.Header) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("rpc %s %s: %w", method, path, err)
-	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set(hdrTimeout, strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if isDialError(err) {
-			return nil, fmt.Errorf("rpc to %s: %w: %v", addr, errUnreachable, err)
-		}
-		return nil, fmt.Errorf("rpc to %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	data, err := readFrame(resp.Body, c.limit, "the answer to "+path)
-	if err != nil {
-		return nil, fmt.Errorf("rpc to %s: %w", addr, err)
-	}
-	if resp.StatusCode == http.StatusOK {
-		return data, nil
-	}
-	return nil, refusal(resp, addr, path, string(data))
-}
-
-// refusal is the error for another node's non-200 answer with body msg: a
-// remoteError carrying the sentinel its Kv-Error code names, else the
-// status and message.
-func refusal(resp *http.Response, addr, path, msg string) error {
-	code := resp.Header.Get(hdrError)
-	for _, e := range rpcErrors {
-		if e.code == code {
-			return &remoteError{sentinel: e.err, addr: addr, msg: msg}
-		}
-	}
-	return fmt.Errorf("rpc to %s %s: status %d: %s", addr, path, resp.StatusCode, msg)
-}
-
-// remoteError is a refusal from another node: its message, matching the
-// sentinel it was sent with.
-type remoteError struct {
-	sentinel error
-	addr     string
-	msg      string
-}
-
-func (e *remoteError) Error() string { return e.msg + " (from " + e.addr + ")" }
-func (e *remoteError) Unwrap() error { return e.sentinel }
-
-// isDialError reports whether err happened while connecting, before any of
-// the request was written.
-func isDialError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
 // apply sends an encoded command to addr; forward lets the receiver hand it
 // on to its leader once (the sender does not host the group).
+// rpcClient is the store's typed calls over a transport.Client.
+type rpcClient struct{ *transport.Client }
+
+func newRPCClient(d *transport.Dialer, limit int64) *rpcClient {
+	return &rpcClient{transport.NewClient(d, limit, rpcCodes)}
+}
+
 func (c *rpcClient) apply(ctx context.Context, addr string, gid uint64, cmd []byte, forward bool) (*fsm.Result, error) {
 	var hdr http.Header
 	if forward {
-		hdr = http.Header{hdrForward: {"1"}}
+		hdr = http.Header{transport.HeaderForward: {"1"}}
 	}
-	data, err := c.callWith(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/apply", cmd, hdr)
+	data, err := c.CallWith(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/apply", cmd, hdr)
 	if err != nil {
 		// An explicit refusal says what happened (its sentinel travels), and
 		// a dial failure sent nothing; but a request that reached the other
 		// node and got no answer may have been applied: outcome unknown.
-		var re *remoteError
-		if errors.As(err, &re) || errors.Is(err, errUnreachable) {
+		var re *transport.RemoteError
+		if errors.As(err, &re) || errors.Is(err, transport.ErrUnreachable) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: forwarding to %s failed: %v", region.ErrIndeterminate, addr, err)
@@ -496,7 +331,7 @@ func (c *rpcClient) read(ctx context.Context, addr string, gid uint64, rr readRe
 	if err != nil {
 		return readResp{}, err
 	}
-	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/read", body)
+	data, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/read", body)
 	if err != nil {
 		return readResp{}, readRPCErr(ctx, err)
 	}
@@ -513,7 +348,7 @@ func (c *rpcClient) query(ctx context.Context, addr string, gid uint64, qr query
 	if err != nil {
 		return nil, err
 	}
-	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/query", body)
+	data, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/query", body)
 	if err != nil {
 		// A query reads, like a read: a broken connection is retried.
 		return nil, readRPCErr(ctx, err)
@@ -526,7 +361,7 @@ func (c *rpcClient) query(ctx context.Context, addr string, gid uint64, qr query
 }
 
 func (c *rpcClient) readIndex(ctx context.Context, addr string, gid uint64) (uint64, error) {
-	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/readindex", nil)
+	data, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/readindex", nil)
 	if err != nil {
 		return 0, readRPCErr(ctx, err)
 	}
@@ -542,8 +377,8 @@ func (c *rpcClient) readIndex(ctx context.Context, addr string, gid uint64) (uin
 // as safe to retry as one never made: it becomes errNoAnswer, which
 // retryableRead accepts, where it used to surface as a 500.
 func readRPCErr(ctx context.Context, err error) error {
-	var re *remoteError
-	if errors.As(err, &re) || errors.Is(err, errUnreachable) || errors.Is(err, region.ErrTooLarge) || ctx.Err() != nil {
+	var re *transport.RemoteError
+	if errors.As(err, &re) || errors.Is(err, transport.ErrUnreachable) || errors.Is(err, region.ErrTooLarge) || ctx.Err() != nil {
 		return err
 	}
 	return fmt.Errorf("%w: %v", errNoAnswer, err)
@@ -551,7 +386,7 @@ func readRPCErr(ctx context.Context, err error) error {
 
 // term asks member id, at addr, for its term in group gid.
 func (c *rpcClient) term(ctx context.Context, addr string, gid uint64, id string) (uint64, error) {
-	data, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/term?id="+url.QueryEscape(id), nil)
+	data, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/term?id="+url.QueryEscape(id), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -563,13 +398,13 @@ func (c *rpcClient) term(ctx context.Context, addr string, gid uint64, id string
 }
 
 func (c *rpcClient) leave(ctx context.Context, addr string, gid uint64, id string) error {
-	_, err := c.call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/leave?id="+url.QueryEscape(id), nil)
+	_, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/leave?id="+url.QueryEscape(id), nil)
 	return err
 }
 
 func (c *rpcClient) status(ctx context.Context, addr string) (NodeStatus, error) {
 	var st NodeStatus
-	data, err := c.call(ctx, http.MethodGet, addr, "/v1/status", nil)
+	data, err := c.Call(ctx, http.MethodGet, addr, "/v1/status", nil)
 	if err != nil {
 		return st, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // hangUp is a node that accepts a call and drops the connection before
@@ -40,8 +41,8 @@ func hangUp(t *testing.T) string {
 // 500), while a forwarded write that breaks stays indeterminate.
 func TestBrokenReadRPCIsRetried(t *testing.T) {
 	addr := hangUp(t)
-	c := newRPCClient(&dialer{net: &net.Dialer{Timeout: time.Second}}, DefaultFrameBytes)
-	defer c.close()
+	c := newRPCClient(&transport.Dialer{Net: &net.Dialer{Timeout: time.Second}}, transport.DefaultFrameBytes)
+	defer c.Close()
 	ctx := ctxT(t, 5*time.Second)
 
 	_, err := c.readIndex(ctx, addr, 0)
@@ -77,11 +78,11 @@ func TestLaggingReplicaSaysSo(t *testing.T) {
 	}
 
 	rec := httptest.NewRecorder()
-	writeRPCError(rec, local)
-	if code := rec.Header().Get(hdrError); code != "not-hosted" {
+	rpcCodes.WriteError(rec, local)
+	if code := rec.Header().Get(transport.HeaderError); code != "not-hosted" {
 		t.Errorf("lagging travels with code %q, want not-hosted", code)
 	}
-	remote := refusal(rec.Result(), "10.0.0.2:7070", "/v1/groups/2/read", rec.Body.String())
+	remote := rpcCodes.Refusal(rec.Result(), "10.0.0.2:7070", "/v1/groups/2/read", rec.Body.String())
 	if !retryableRead(remote) || !errors.Is(remote, errNotHosted) {
 		t.Errorf("%v: through another member, want errNotHosted, retryable", remote)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // Streamed region listings (GET /kv/v1/{region}?limit= and .../keys). A
@@ -401,11 +402,11 @@ func (r *rpcServer) scan(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := requestContext(req)
+	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
 	var sr scanReq
 	if err := json.NewDecoder(io.LimitReader(req.Body, 1<<20)).Decode(&sr); err != nil {
-		writeRPCError(w, fmt.Errorf("%w: scan request: %v", region.ErrInvalid, err))
+		rpcCodes.WriteError(w, fmt.Errorf("%w: scan request: %v", region.ErrInvalid, err))
 		return
 	}
 	if !r.readable(ctx, w, g, sr.Stale) {
@@ -413,7 +414,7 @@ func (r *rpcServer) scan(w http.ResponseWriter, req *http.Request) {
 	}
 	src, err := openLocal(g.fsm, sr.Region, sr.ID, region.ListOptions{Limit: sr.Limit, KeysOnly: sr.KeysOnly, PeekBytes: sr.Peek})
 	if err != nil {
-		writeRPCError(w, err)
+		rpcCodes.WriteError(w, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -546,12 +547,12 @@ func (c *rpcClient) scan(ctx context.Context, addr string, gid uint64, sr scanRe
 		return nil, fmt.Errorf("rpc POST %s: %w", path, err)
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set(hdrTimeout, strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
+		req.Header.Set(transport.HeaderTimeout, strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.HTTP().Do(req)
 	if err != nil {
-		if isDialError(err) {
-			return nil, fmt.Errorf("rpc to %s: %w: %v", addr, errUnreachable, err)
+		if transport.IsDialError(err) {
+			return nil, fmt.Errorf("rpc to %s: %w: %v", addr, transport.ErrUnreachable, err)
 		}
 		return nil, readRPCErr(ctx, fmt.Errorf("rpc to %s: %w", addr, err))
 	}
@@ -574,7 +575,7 @@ func rpcRefusal(resp *http.Response, addr, path string) error {
 	if err != nil {
 		return fmt.Errorf("rpc to %s: read response: %w", addr, err)
 	}
-	return refusal(resp, addr, path, string(data))
+	return rpcCodes.Refusal(resp, addr, path, string(data))
 }
 
 // remoteSource reads a member's scan stream, one entry at a time: it holds

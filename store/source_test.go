@@ -34,7 +34,7 @@ func TestDialsLeaveFromTheInternalIP(t *testing.T) {
 		t.Fatalf("listen: %v", err)
 	}
 	defer peer.Close()
-	conn, err := dialMux(ctxT(t, 5*time.Second), s.dialer, peer.Addr().String(), kindRPC, 0, "")
+	conn, err := s.dialer.DialRPC(ctxT(t, 5*time.Second), peer.Addr().String())
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}

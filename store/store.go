@@ -19,6 +19,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/store/transport"
 )
 
 // Membership is the gossip view the store reads: who is alive, where their
@@ -76,8 +77,8 @@ type Config struct {
 	TLS *tls.Config
 	// MaxFrameBytes is the frame limit: the largest command or answer this
 	// node sends to or accepts from another member (default
-	// DefaultFrameBytes; FrameLimit(maxBody) carries request bodies of
-	// maxBody bytes; at most FrameLimit(MaxBodyBytes)). See readFrame.
+	// transport.DefaultFrameBytes; transport.FrameLimit(maxBody) carries request bodies of
+	// maxBody bytes; at most transport.FrameLimit(transport.MaxBodyBytes)). See readFrame.
 	MaxFrameBytes int64
 	Logger        *slog.Logger
 }
@@ -108,7 +109,7 @@ func (c *Config) setDefaults() {
 		c.ReplicationFactor = 3
 	}
 	if c.MaxFrameBytes == 0 {
-		c.MaxFrameBytes = DefaultFrameBytes
+		c.MaxFrameBytes = transport.DefaultFrameBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -136,10 +137,10 @@ type Store struct {
 	name   string
 	logger *slog.Logger
 
-	mux    *mux
+	mux    *transport.Mux
 	rpc    *rpcServer
 	client *rpcClient
-	dialer *dialer
+	dialer *transport.Dialer
 
 	mu     sync.RWMutex
 	groups map[uint64]*group
@@ -184,8 +185,8 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Advertise == "" {
 		return nil, errors.New("store: no advertised internal address")
 	}
-	if cfg.MaxFrameBytes < 1<<20 || cfg.MaxFrameBytes > FrameLimit(MaxBodyBytes) {
-		return nil, fmt.Errorf("store: frame limit %d bytes: must be between 1 MiB and %d bytes (request bodies of at most %d bytes)", cfg.MaxFrameBytes, FrameLimit(MaxBodyBytes), MaxBodyBytes)
+	if cfg.MaxFrameBytes < 1<<20 || cfg.MaxFrameBytes > transport.FrameLimit(transport.MaxBodyBytes) {
+		return nil, fmt.Errorf("store: frame limit %d bytes: must be between 1 MiB and %d bytes (request bodies of at most %d bytes)", cfg.MaxFrameBytes, transport.FrameLimit(transport.MaxBodyBytes), transport.MaxBodyBytes)
 	}
 	if err := claimDataDir(cfg.DataDir, cfg.NodeName); err != nil {
 		return nil, err
@@ -194,23 +195,23 @@ func New(cfg Config) (*Store, error) {
 		cfg:     cfg,
 		name:    cfg.NodeName,
 		logger:  cfg.Logger,
-		dialer:  &dialer{net: &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second, LocalAddr: sourceAddr(cfg.Listener)}, tls: cfg.TLS},
+		dialer:  &transport.Dialer{Net: &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second, LocalAddr: transport.SourceAddr(cfg.Listener)}, TLS: cfg.TLS},
 		groups:  make(map[uint64]*group),
 		started: time.Now(),
 		stop:    make(chan struct{}),
 	}
-	s.mux = newMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.NodeName, cfg.Logger)
+	s.mux = transport.NewMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.NodeName, cfg.Logger)
 	s.client = newRPCClient(s.dialer, cfg.MaxFrameBytes)
 	s.rpc = newRPCServer(s)
 
-	ln, err := s.mux.groupListener(controlGroup)
+	ln, err := s.mux.GroupListener(controlGroup)
 	if err != nil {
 		return nil, err
 	}
-	layer := &raftLayer{chanListener: ln, gid: controlGroup, dialer: s.dialer}
+	layer := &transport.RaftLayer{Listener: ln, Group: controlGroup, Dialer: s.dialer}
 	g, err := openGroup(controlGroup, s.groupDir(controlGroup), cfg.NodeName, layer, memberAddrs{cfg.Members}, cfg.Raft, cfg.Logger, fsm.Options{}, s.confirmLeadership)
 	if err != nil {
-		_ = s.mux.close()
+		_ = s.mux.Close()
 		return nil, err
 	}
 	s.groups[controlGroup] = g
@@ -226,10 +227,10 @@ func New(cfg Config) (*Store, error) {
 func (s *Store) Start() {
 	s.wg.Add(4)
 	go func() { defer s.wg.Done(); s.runPartitions() }()
-	go func() { defer s.wg.Done(); s.mux.serve() }()
+	go func() { defer s.wg.Done(); s.mux.Serve() }()
 	go func() {
 		defer s.wg.Done()
-		if err := s.rpc.srv.Serve(s.mux.rpc); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.rpc.srv.Serve(s.mux.RPCListener()); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("internal RPC server stopped", "error", err)
 		}
 	}()
@@ -273,8 +274,8 @@ func (s *Store) Close() error {
 		for _, g := range groups {
 			err = errors.Join(err, g.close())
 		}
-		err = errors.Join(err, s.mux.close())
-		s.client.close()
+		err = errors.Join(err, s.mux.Close())
+		s.client.Close()
 		s.wg.Wait()
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			s.closeErr = err

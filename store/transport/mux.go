@@ -1,4 +1,4 @@
-package store
+package transport
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,9 +38,9 @@ const (
 	maxNameLen         = 1024
 )
 
-// mux accepts connections on the internal port and hands each to the Raft
+// Mux accepts connections on the internal port and hands each to the Raft
 // transport of its group or to the RPC server.
-type mux struct {
+type Mux struct {
 	ln        net.Listener
 	advertise net.Addr
 	self      string // this member's name, checked against kindRaftTo
@@ -51,8 +52,8 @@ type mux struct {
 	closed bool
 }
 
-func newMux(ln net.Listener, advertise net.Addr, self string, logger *slog.Logger) *mux {
-	m := &mux{
+func NewMux(ln net.Listener, advertise net.Addr, self string, logger *slog.Logger) *Mux {
+	m := &Mux{
 		ln:        ln,
 		advertise: advertise,
 		self:      self,
@@ -63,8 +64,8 @@ func newMux(ln net.Listener, advertise net.Addr, self string, logger *slog.Logge
 	return m
 }
 
-// serve accepts until the listener is closed.
-func (m *mux) serve() {
+// Serve accepts until the listener is closed.
+func (m *Mux) Serve() {
 	for {
 		conn, err := m.ln.Accept()
 		if err != nil {
@@ -84,7 +85,7 @@ func (m *mux) serve() {
 }
 
 // route reads the header and hands conn over, or closes it.
-func (m *mux) route(conn net.Conn) {
+func (m *Mux) route(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Now().Add(headerTimeout))
 	r := byteReader{conn}
 	magic, err := r.ReadByte()
@@ -132,9 +133,9 @@ func (m *mux) route(conn net.Conn) {
 	}
 }
 
-// groupListener registers the listener for a Raft group's incoming
+// GroupListener registers the listener for a Raft group's incoming
 // connections. It is removed again when closed.
-func (m *mux) groupListener(gid uint64) (*chanListener, error) {
+func (m *Mux) GroupListener(gid uint64) (net.Listener, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -152,7 +153,12 @@ func (m *mux) groupListener(gid uint64) (*chanListener, error) {
 	return l, nil
 }
 
-func (m *mux) close() error {
+// RPCListener is the listener of node-to-node RPC connections, for an
+// http.Server.
+func (m *Mux) RPCListener() net.Listener { return m.rpc }
+
+// Close closes the internal port and every listener the mux feeds.
+func (m *Mux) Close() error {
 	m.mu.Lock()
 	m.closed = true
 	groups := make([]*chanListener, 0, len(m.groups))
@@ -168,19 +174,19 @@ func (m *mux) close() error {
 	return err
 }
 
-// dialer opens connections to other nodes' internal ports: TCP, then TLS
+// Dialer opens connections to other nodes' internal ports: TCP, then TLS
 // when the cluster uses mutual TLS on the internal port.
-type dialer struct {
-	net *net.Dialer
-	tls *tls.Config // nil: plain TCP
+type Dialer struct {
+	Net *net.Dialer
+	TLS *tls.Config // nil: plain TCP
 }
 
-// sourceAddr is where connections to other members leave from: the
+// SourceAddr is where connections to other members leave from: the
 // internal port's IP when it listens on a specific one (so peers and
 // firewalls see the address the cluster was told to use, and on a
 // multi-homed host traffic stays on the cluster's interface), else the
 // kernel's choice (nil).
-func sourceAddr(ln net.Listener) net.Addr {
+func SourceAddr(ln net.Listener) net.Addr {
 	tcp, ok := ln.Addr().(*net.TCPAddr)
 	if !ok || tcp.IP == nil || tcp.IP.IsUnspecified() {
 		return nil
@@ -204,16 +210,16 @@ func readName(r byteReader) (string, error) {
 	return string(b), nil
 }
 
-// dialMux opens a connection to another node's internal port and writes the
+// dial opens a connection to another node's internal port and writes the
 // header that routes it to kind (and group gid, and for kindRaftTo the
 // member name to).
-func dialMux(ctx context.Context, d *dialer, addr string, kind byte, gid uint64, to string) (net.Conn, error) {
-	conn, err := d.net.DialContext(ctx, "tcp", addr)
+func (d *Dialer) dial(ctx context.Context, addr string, kind byte, gid uint64, to string) (net.Conn, error) {
+	conn, err := d.Net.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	if d.tls != nil {
-		tc := tls.Client(conn, d.tls)
+	if d.TLS != nil {
+		tc := tls.Client(conn, d.TLS)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = conn.Close()
 			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
@@ -294,25 +300,44 @@ func (l *chanListener) Close() error {
 
 func (l *chanListener) Addr() net.Addr { return l.addr }
 
-// raftLayer is the raft.StreamLayer of one group: it accepts the group's
+// RaftLayer is the raft.StreamLayer of one group: it accepts the group's
 // connections from the mux and dials peers with the group's header.
-type raftLayer struct {
-	*chanListener
-	gid    uint64
-	dialer *dialer
+type RaftLayer struct {
+	net.Listener
+	// Group is the Raft group whose connections these are.
+	Group  uint64
+	Dialer *Dialer
 }
 
-// Dial implements raft.StreamLayer. An address from memberAddrs names the
-// member it is meant for (see kindRaftTo); a plain host:port does not.
-func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	addr, to := splitRaftAddr(address)
+// Dial implements raft.StreamLayer. An address made by JoinRaftAddr names
+// the member it is meant for (see kindRaftTo); a plain host:port does not.
+func (l *RaftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	addr, to := SplitRaftAddr(address)
 	if addr == "" {
-		return nil, fmt.Errorf("raft group %d: no address known for member %q (gossip has not heard of it)", l.gid, to)
+		return nil, fmt.Errorf("raft group %d: no address known for member %q (gossip has not heard of it)", l.Group, to)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if to == "" {
-		return dialMux(ctx, l.dialer, addr, kindRaft, l.gid, "")
+		return l.Dialer.dial(ctx, addr, kindRaft, l.Group, "")
 	}
-	return dialMux(ctx, l.dialer, addr, kindRaftTo, l.gid, to)
+	return l.Dialer.dial(ctx, addr, kindRaftTo, l.Group, to)
+}
+
+// DialRPC opens a connection to the RPC server on another node's internal
+// port.
+func (d *Dialer) DialRPC(ctx context.Context, addr string) (net.Conn, error) {
+	return d.dial(ctx, addr, kindRPC, 0, "")
+}
+
+// JoinRaftAddr makes the address a RaftLayer dials: host:port@name. A host
+// or IP never holds '@', so the first one separates the two.
+func JoinRaftAddr(addr, name string) raft.ServerAddress {
+	return raft.ServerAddress(addr + "@" + name)
+}
+
+// SplitRaftAddr undoes JoinRaftAddr; a plain host:port has no name.
+func SplitRaftAddr(a raft.ServerAddress) (addr, name string) {
+	addr, name, _ = strings.Cut(string(a), "@")
+	return addr, name
 }

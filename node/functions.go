@@ -14,16 +14,13 @@ import (
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
 // Server-side functions need the store (data, Raft, the internal port) and
 // gossip (members, member groups) at once; package function knows neither,
 // so the adapters that join them live here, where both are wired.
-
-// functionKeyPrefix is where deployed functions live among the control
-// group's metadata.
-const functionKeyPrefix = "function/"
 
 // functionCluster is function.Cluster over gossip and the store.
 type functionCluster struct {
@@ -183,11 +180,11 @@ func (d functionData) MemberInfo(context.Context) (any, error) {
 
 // deployments keeps deployed functions in the control group.
 type deployments struct {
-	store *store.Store
+	catalog *catalog.Catalog
 }
 
 func (ds deployments) Deployment(ctx context.Context, id string) (function.Deployment, bool, error) {
-	raw, ok, err := ds.store.MetaGet(ctx, region.Linearizable, functionKeyPrefix+id)
+	raw, ok, err := ds.catalog.Function(ctx, id)
 	if err != nil || !ok {
 		return function.Deployment{}, false, err
 	}
@@ -199,7 +196,7 @@ func (ds deployments) Deployment(ctx context.Context, id string) (function.Deplo
 }
 
 func (ds deployments) Deployments(ctx context.Context) ([]function.Deployment, error) {
-	all, err := ds.store.MetaList(ctx, region.Linearizable, functionKeyPrefix)
+	all, err := ds.catalog.Functions(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +239,7 @@ func (f functions) Deploy(ctx context.Context, d function.Deployment) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("encode the deployment: %w", err)
 	}
-	return f.deployed.store.MetaPut(ctx, functionKeyPrefix+d.ID, raw)
+	return f.deployed.catalog.PutFunction(ctx, d.ID, raw)
 }
 
 // Permission is what running a function needs.
@@ -256,12 +253,12 @@ func (f functions) Permission(ctx context.Context, id string) (string, error) {
 
 // Undeploy removes a deployment; region.ErrKeyNotFound if there is none.
 func (f functions) Undeploy(ctx context.Context, id string) error {
-	return f.deployed.store.MetaDelete(ctx, functionKeyPrefix+id, fmt.Sprintf("deployed function %q", id))
+	return f.deployed.catalog.DeleteFunction(ctx, id)
 }
 
 // newFunctions wires the function service of a node.
-func newFunctions(cfg Config, st *store.Store, members *cluster.Cluster, restURL string) (functions, error) {
-	ds := deployments{store: st}
+func newFunctions(cfg Config, st *store.Store, cat *catalog.Catalog, members *cluster.Cluster, restURL string) (functions, error) {
+	ds := deployments{catalog: cat}
 	reg, err := function.NewRegistry(function.Limits{Timeout: cfg.FunctionTimeout}, ds, function.Builtins()...)
 	if err != nil {
 		return functions{}, err

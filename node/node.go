@@ -20,6 +20,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -174,7 +175,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	cleanup = append(cleanup, func() { _ = n.store.Close() })
 
-	fns, err := newFunctions(cfg, n.store, n.cluster, n.restURL)
+	cat := catalog.New(n.store)
+	fns, err := newFunctions(cfg, n.store, cat, n.cluster, n.restURL)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +194,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxQueryTime:    cfg.MaxQueryTime,
 		MaxQueryRows:    cfg.MaxQueryRows,
 		Logger:          logger.With("component", "rest"),
-	}, n.store, n.cluster, clusterView{store: n.store, members: n.cluster})
+	}, data{Store: n.store, Catalog: cat}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -224,6 +226,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join,
 		"security", n.auth != nil, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
 	return n, nil
+}
+
+// data is what the REST API reads and changes: the store's regions,
+// entries, indexes and queries, and the catalog's named queries.
+type data struct {
+	*store.Store
+	*catalog.Catalog
 }
 
 // ReloadSecurity re-reads the security file (cmd/kvnode does on SIGHUP); a

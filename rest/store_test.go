@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/catalog"
 )
 
 // newTestStore is the one constructor every test of real handlers goes
 // through: a real single-node store (Raft with its boltdb log on disk, the
-// state machine, the read barrier), standalone, without gossip. Handlers
-// are tested over exactly what production runs.
+// state machine, the read barrier) and the catalog over it, standalone,
+// without gossip. Handlers are tested over exactly what production runs
+// (package node joins the two the same way).
 func newTestStore(tb testing.TB) Store {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -45,5 +47,11 @@ func newTestStore(tb testing.TB) Store {
 	if err := st.WaitLeader(ctx); err != nil {
 		tb.Fatalf("single-node store has no leader: %v", err)
 	}
-	return st
+	return testData{Store: st, Catalog: catalog.New(st)}
+}
+
+// testData is the store and the catalog as one Store.
+type testData struct {
+	*store.Store
+	*catalog.Catalog
 }

@@ -3,13 +3,13 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -156,57 +156,53 @@ func (s *Store) ClearLocal(ctx context.Context, name string, groups []uint64) er
 	return firstError(errs)
 }
 
-// ---- metadata for deployed functions ----
+// ---- the control group's metadata, for package catalog ----
 
-// MetaGet returns a metadata value of the control group.
-func (s *Store) MetaGet(ctx context.Context, c region.Consistency, key string) ([]byte, bool, error) {
+// Meta reads a metadata key of the control group at consistency c.
+func (s *Store) Meta(ctx context.Context, c region.Consistency, key string) ([]byte, uint64, bool, error) {
 	g0, err := s.readGroup(ctx, c)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
-	v, _, ok := g0.fsm.Meta(key)
-	return v, ok, nil
+	v, version, ok := g0.fsm.Meta(key)
+	return v, version, ok, nil
 }
 
-// MetaList returns the metadata values under a prefix, by key.
-func (s *Store) MetaList(ctx context.Context, c region.Consistency, prefix string) (map[string][]byte, error) {
+// MetaList reads the metadata keys under prefix at consistency c, in key
+// order.
+func (s *Store) MetaList(ctx context.Context, c region.Consistency, prefix string) ([]catalog.Entry, error) {
 	g0, err := s.readGroup(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]byte{}
-	for _, e := range g0.fsm.MetaList(prefix) {
-		out[e.Key] = e.Value
+	list := g0.fsm.MetaList(prefix)
+	out := make([]catalog.Entry, len(list))
+	for i, e := range list {
+		out[i] = catalog.Entry{Key: e.Key, Value: e.Value, Version: e.Version}
 	}
 	return out, nil
 }
 
-// MetaPut creates or replaces a metadata value and reports whether it
-// was created.
-func (s *Store) MetaPut(ctx context.Context, key string, value []byte) (created bool, err error) {
-	if len(value) == 0 {
-		return false, fmt.Errorf("%w: an empty metadata value", region.ErrInvalid)
+// SetMeta writes a metadata key by compare-and-set (catalog.Meta says
+// how). The partition table and index definitions are the store's own
+// and refused here.
+func (s *Store) SetMeta(ctx context.Context, key string, version uint64, value []byte) error {
+	if strings.HasPrefix(key, tableKey) || strings.HasPrefix(key, indexKeyPrefix) {
+		return fmt.Errorf("%w: metadata key %q belongs to the store", region.ErrInvalid, key)
 	}
-	if strings.HasPrefix(key, tableKey) || strings.HasPrefix(key, queryKeyPrefix) || strings.HasPrefix(key, indexKeyPrefix) {
-		return false, fmt.Errorf("%w: metadata key %q belongs to the store", region.ErrInvalid, key)
-	}
-	for {
-		_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaValue: value})
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, region.ErrVersionConflict) {
-			return false, err
-		}
-		err = s.changeMeta(ctx, key, value, "metadata "+key)
-		if errors.Is(err, region.ErrKeyNotFound) {
-			continue // deleted in between: create it
-		}
-		return false, err
-	}
+	return s.setMeta(ctx, key, version, value)
 }
 
-// MetaDelete removes a metadata value; region.ErrKeyNotFound if absent.
-func (s *Store) MetaDelete(ctx context.Context, key, what string) error {
-	return s.changeMeta(ctx, key, nil, what)
+func (s *Store) setMeta(ctx context.Context, key string, version uint64, value []byte) error {
+	_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: value})
+	return err
+}
+
+// ownMeta is the store's metadata as a catalog.Meta that may also write the
+// store's own keys (index definitions use the catalog's compare-and-set
+// loop until they move into the catalog).
+type ownMeta struct{ *Store }
+
+func (m ownMeta) SetMeta(ctx context.Context, key string, version uint64, value []byte) error {
+	return m.setMeta(ctx, key, version, value)
 }

@@ -79,33 +79,3 @@ func TestCreateIndexConflict(t *testing.T) {
 		}
 	})
 }
-
-// TestCreateQueryConflict: a named query deleted between the conflict and
-// the read of its text is created, not answered with the bare version
-// conflict (a 500).
-func TestCreateQueryConflict(t *testing.T) {
-	tc := newTestCluster(t, 1)
-	n := tc.start("solo")
-	tc.leader()
-	ctx := ctxT(t, 20*time.Second)
-	if err := n.CreateQuery(ctx, "q", "SELECT * FROM /orders"); err != nil {
-		t.Fatal(err)
-	}
-	var ce *region.ConflictError
-	if err := n.CreateQuery(ctx, "q", "SELECT * FROM /other"); !errors.As(err, &ce) || !strings.Contains(string(ce.Current), "/orders") {
-		t.Fatalf("second create = %v, want a conflict carrying the existing text", err)
-	}
-	n.conflictHook = func() {
-		n.conflictHook = nil
-		if err := n.DeleteQuery(ctx, "q"); err != nil {
-			t.Errorf("delete the query in the window: %v", err)
-		}
-	}
-	defer func() { n.conflictHook = nil }()
-	if err := n.CreateQuery(ctx, "q", "SELECT * FROM /other"); err != nil {
-		t.Fatalf("create over a query deleted after the conflict = %v, want it created", err)
-	}
-	if got, err := n.NamedQuery(ctx, region.Linearizable, "q"); err != nil || got.OQL != "SELECT * FROM /other" {
-		t.Fatalf("query q = %+v, %v; want the new text", got, err)
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/catalog"
 )
 
 // Secondary indexes. Their definitions live in group 0's metadata under
@@ -71,7 +72,7 @@ func (s *Store) CreateIndex(ctx context.Context, regionName string, def region.I
 		// The conflict was decided by the leader; this node may not have
 		// applied the definition yet, the definition may have been deleted
 		// since, and the store may be closing: read it linearizably.
-		cur, ok, err := s.MetaGet(ctx, region.Linearizable, key)
+		cur, _, ok, err := s.Meta(ctx, region.Linearizable, key)
 		if err != nil {
 			return fmt.Errorf("index %q on region %q exists; reading its definition: %w", def.Name, regionName, err)
 		}
@@ -143,7 +144,7 @@ func (s *Store) DeleteIndex(ctx context.Context, regionName, name string) error 
 	if _, err := s.refresh(ctx, regionName); err != nil {
 		return err
 	}
-	return s.changeMeta(ctx, indexKey(regionName, name), nil, fmt.Sprintf("index %q on region %q", name, regionName))
+	return catalog.Change(ctx, ownMeta{s}, indexKey(regionName, name), nil, fmt.Sprintf("index %q on region %q", name, regionName))
 }
 
 // dropIndexes deletes every index definition of a destroyed region, so a

@@ -12,6 +12,7 @@ import (
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/catalog"
 )
 
 // runQuery compiles and runs text on node n, linearizably, and returns the
@@ -106,16 +107,16 @@ func TestQueriesAcrossNodes(t *testing.T) {
 
 	// A named query created on one node runs on every other.
 	nodes := tc.running()
-	if err := nodes[0].CreateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT o.id FROM /p o WHERE o.cust = $1 AND o.id < $2 ORDER BY o.id"); err != nil {
+	if err := catalog.New(nodes[0].Store).CreateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT o.id FROM /p o WHERE o.cust = $1 AND o.id < $2 ORDER BY o.id"); err != nil {
 		t.Fatal(err)
 	}
-	err := nodes[1].CreateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT 1 FROM /p")
+	err := catalog.New(nodes[1].Store).CreateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT 1 FROM /p")
 	var ce *region.ConflictError
 	if !errors.As(err, &ce) || string(ce.Current) != `{"id":"byCust","oql":"SELECT o.id FROM /p o WHERE o.cust = $1 AND o.id < $2 ORDER BY o.id"}` {
 		t.Fatalf("duplicate create on another node = %v, want a conflict carrying the stored query", err)
 	}
 	for _, n := range nodes[1:] {
-		nq, err := n.NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust")
+		nq, err := catalog.New(n.Store).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust")
 		if err != nil {
 			t.Fatalf("%s: named query: %v", n.name, err)
 		}
@@ -123,20 +124,20 @@ func TestQueriesAcrossNodes(t *testing.T) {
 			t.Errorf("%s: byCust(3, 40) = %s, %v; want [3,13,23,33]", n.name, got, err)
 		}
 	}
-	if err := nodes[2].UpdateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT COUNT(*) FROM /p o WHERE o.cust = $1 AND o.id < $2"); err != nil {
+	if err := catalog.New(nodes[2].Store).UpdateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT COUNT(*) FROM /p o WHERE o.cust = $1 AND o.id < $2"); err != nil {
 		t.Fatal(err)
 	}
-	nq, err := nodes[3].NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust")
+	nq, err := catalog.New(nodes[3].Store).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust")
 	if err != nil || !strings.HasPrefix(nq.OQL, "SELECT COUNT(*)") {
 		t.Fatalf("after update on %s, %s sees %q, %v", nodes[2].name, nodes[3].name, nq.OQL, err)
 	}
-	if err := nodes[3].DeleteQuery(ctxT(t, 10*time.Second), "byCust"); err != nil {
+	if err := catalog.New(nodes[3].Store).DeleteQuery(ctxT(t, 10*time.Second), "byCust"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodes[0].NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust"); !errors.Is(err, region.ErrKeyNotFound) {
+	if _, err := catalog.New(nodes[0].Store).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust"); !errors.Is(err, region.ErrKeyNotFound) {
 		t.Fatalf("after delete: %v, want ErrKeyNotFound", err)
 	}
-	list, err := nodes[1].Queries(ctxT(t, 10*time.Second), region.Linearizable)
+	list, err := catalog.New(nodes[1].Store).Queries(ctxT(t, 10*time.Second), region.Linearizable)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("Queries after delete = %v, %v; want none", list, err)
 	}

@@ -152,10 +152,10 @@ type Store struct {
 	// queries caches compiled queries by text (see CompileQuery).
 	queries queryCache
 
-	// conflictHook, when set (tests only), runs in CreateIndex and
-	// CreateQuery between a name conflict and the read of the definition
-	// that caused it, so a test can delete it or close the store in that
-	// window.
+	// conflictHook, when set (tests only), runs in CreateIndex between a
+	// name conflict and the read of the definition that caused it, so a
+	// test can delete it or close the store in that window (the catalog
+	// has its own for CreateQuery).
 	conflictHook func()
 
 	started   time.Time

@@ -18,6 +18,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/durable"
 	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/store/placement"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -182,9 +183,9 @@ func (s *Store) dropPartition(g *group) {
 // partitionState is the memory of runPartitions between rounds.
 type partitionState struct {
 	warnedSettings bool
-	lastTransfer   map[uint64]time.Time
 	lastDropCheck  map[uint64]time.Time
-	nonvoterSince  map[string]time.Time // group/member → first seen caught up
+	// placement is what each group's placement decisions remember.
+	placement map[uint64]*placement.Memory
 }
 
 // runPartitions keeps this node's partition groups in line with the table.
@@ -194,9 +195,8 @@ func (s *Store) runPartitions() {
 	t := time.NewTicker(max(s.cfg.ReconcileInterval/4, 50*time.Millisecond))
 	defer t.Stop()
 	st := &partitionState{
-		lastTransfer:  map[uint64]time.Time{},
 		lastDropCheck: map[uint64]time.Time{},
-		nonvoterSince: map[string]time.Time{},
+		placement:     map[uint64]*placement.Memory{},
 	}
 	for {
 		s.syncPartitions(st)
@@ -307,7 +307,9 @@ func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[str
 }
 
 // reconcileGroup, on the group's leader, makes at most one change that
-// brings the group's Raft configuration closer to the table's members.
+// brings the group's Raft configuration closer to the table's members:
+// a moved address first (so the configuration says where members are),
+// then the step placement.NextGroupStep decides.
 func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group, members map[string]cluster.Member) {
 	if !pg.Bootstrapped {
 		return
@@ -316,20 +318,13 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 	if err != nil {
 		return
 	}
-	want := map[string]bool{}
-	for _, name := range pg.Members {
-		want[name] = true
-	}
-	inConf := map[string]raft.Server{}
+	inConf := map[string]bool{}
 	for _, srv := range conf.Servers {
-		inConf[string(srv.ID)] = srv
+		inConf[string(srv.ID)] = true
 	}
-	const timeout = internalTimeout
-
-	// Moved addresses first, so the configuration says where members are.
 	var joining []string
 	for _, name := range pg.Members {
-		if _, ok := inConf[name]; !ok {
+		if !inConf[name] {
 			joining = append(joining, name)
 		}
 	}
@@ -337,102 +332,49 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 		logErr(s, s.applyAddressFix(g, fix), "update partition member address", g.id, string(fix.server.ID))
 		return
 	}
-	// Members the table added join as non-voters and catch up.
-	for _, name := range pg.Members {
-		if _, ok := inConf[name]; ok {
-			continue
-		}
-		m, ok := alive(members, name)
-		if !ok {
-			continue
-		}
-		s.logger.Info("adding a replica to a partition group", "group", g.id, "member", name)
-		logErr(s, await(g.raft.AddNonvoter(raft.ServerID(name), raft.ServerAddress(m.InternalAddr), 0, timeout), internalTimeout, s.stop), "add replica", g.id, name)
-		return
+	mem := st.placement[g.id]
+	if mem == nil {
+		mem = &placement.Memory{}
+		st.placement[g.id] = mem
 	}
-	// Caught-up new members become voters.
-	now := time.Now()
-	for _, srv := range conf.Servers {
-		key := strconv.FormatUint(g.id, 10) + "/" + string(srv.ID)
-		if srv.Suffrage == raft.Voter || !want[string(srv.ID)] {
-			delete(st.nonvoterSince, key)
-			continue
-		}
-		if !s.caughtUp(g, srv) {
-			delete(st.nonvoterSince, key)
-			continue
-		}
-		since, seen := st.nonvoterSince[key]
-		if !seen {
-			st.nonvoterSince[key] = now
-			continue
-		}
-		if now.Sub(since) < s.cfg.PromoteAfter {
-			continue
-		}
-		s.logger.Info("promoting a caught-up replica", "group", g.id, "member", string(srv.ID))
-		logErr(s, await(g.raft.AddVoter(srv.ID, srv.Address, 0, timeout), internalTimeout, s.stop), "promote replica", g.id, string(srv.ID))
-		delete(st.nonvoterSince, key)
-		return
-	}
-	// Once every wanted member that is alive is a voter, drop the others.
-	for _, name := range pg.Members {
-		srv, ok := inConf[name]
-		if _, up := alive(members, name); up && (!ok || srv.Suffrage != raft.Voter) && name != s.name {
-			return // a move is still in progress
+	aliveAddrs := map[string]string{}
+	for name := range members {
+		if m, ok := alive(members, name); ok {
+			aliveAddrs[name] = m.InternalAddr
 		}
 	}
-	for _, srv := range conf.Servers {
-		id := string(srv.ID)
-		if want[id] {
-			continue
-		}
-		if id == s.name {
-			s.transferTo(st, g, pg, members, conf, false)
-			return
-		}
-		s.logger.Info("removing a replica the table moved away", "group", g.id, "member", id)
-		logErr(s, await(g.raft.RemoveServer(srv.ID, 0, timeout), internalTimeout, s.stop), "remove replica", g.id, id)
-		return
-	}
-	// Leaders spread: hand over to the table's preferred leader.
-	if len(pg.Members) > 0 && pg.Members[0] != s.name {
-		s.transferTo(st, g, pg, members, conf, true)
-	}
+	step := placement.NextGroupStep(placement.GroupView{
+		Self:          s.name,
+		Members:       pg.Members,
+		Bootstrapped:  pg.Bootstrapped,
+		Conf:          conf,
+		Alive:         aliveAddrs,
+		CaughtUp:      func(srv raft.Server) bool { return s.caughtUp(g, srv) },
+		Now:           time.Now(),
+		PromoteAfter:  s.cfg.PromoteAfter,
+		TransferEvery: transferEvery,
+	}, mem)
+	s.runGroupStep(g, step)
 }
 
-// transferTo hands the group's leadership to the table's preferred leader,
-// or, unless onlyPreferred, to another wanted voter that has caught up when
-// the preferred one cannot take it; at most once every transferEvery.
-func (s *Store) transferTo(st *partitionState, g *group, pg partition.Group, members map[string]cluster.Member, conf raft.Configuration, onlyPreferred bool) {
-	if time.Since(st.lastTransfer[g.id]) < transferEvery {
-		return
-	}
-	candidates := pg.Members
-	if onlyPreferred {
-		candidates = pg.Members[:1]
-	}
-	for _, name := range candidates {
-		if name == s.name {
-			continue
-		}
-		m, ok := alive(members, name)
-		if !ok {
-			continue
-		}
-		var srv *raft.Server
-		for i := range conf.Servers {
-			if string(conf.Servers[i].ID) == name && conf.Servers[i].Suffrage == raft.Voter {
-				srv = &conf.Servers[i]
-			}
-		}
-		if srv == nil || !s.caughtUp(g, *srv) {
-			continue
-		}
-		st.lastTransfer[g.id] = time.Now()
-		s.logger.Info("transferring partition group leadership", "group", g.id, "to", name)
-		logErr(s, await(g.raft.LeadershipTransferToServer(srv.ID, raft.ServerAddress(m.InternalAddr)), internalTimeout, s.stop), "transfer leadership", g.id, name)
-		return
+// runGroupStep carries out a placement step on group g, whose leader this
+// node is.
+func (s *Store) runGroupStep(g *group, step placement.Step) {
+	const timeout = internalTimeout
+	id := string(step.Server)
+	switch step.Kind {
+	case placement.AddNonvoter:
+		s.logger.Info("adding a replica to a partition group", "group", g.id, "member", id)
+		logErr(s, await(g.raft.AddNonvoter(step.Server, step.Address, 0, timeout), internalTimeout, s.stop), "add replica", g.id, id)
+	case placement.Promote:
+		s.logger.Info("promoting a caught-up replica", "group", g.id, "member", id)
+		logErr(s, await(g.raft.AddVoter(step.Server, step.Address, 0, timeout), internalTimeout, s.stop), "promote replica", g.id, id)
+	case placement.Remove:
+		s.logger.Info("removing a replica the table moved away", "group", g.id, "member", id)
+		logErr(s, await(g.raft.RemoveServer(step.Server, 0, timeout), internalTimeout, s.stop), "remove replica", g.id, id)
+	case placement.Transfer:
+		s.logger.Info("transferring partition group leadership", "group", g.id, "to", id)
+		logErr(s, await(g.raft.LeadershipTransferToServer(step.Server, step.Address), internalTimeout, s.stop), "transfer leadership", g.id, id)
 	}
 }
 

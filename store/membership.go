@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/placement"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -25,25 +26,12 @@ import (
 // for its catch-up.
 const maxLagToPromote = 256
 
-// voterTarget is how many voters a control group of n members should have:
-// 3 (5 once there are at least 5 members), never more than n.
-func voterTarget(n int) int {
-	switch {
-	case n >= 5:
-		return 5
-	case n < 1:
-		return 1
-	default:
-		return min(n, 3)
-	}
-}
-
 // membershipState is the leader-side memory of the reconciler.
 type membershipState struct {
 	bootstrapped atomic.Bool
 	lastWaitLog  time.Time
-	// nonvoterSince remembers when each non-voter was first seen caught up.
-	nonvoterSince map[string]time.Time
+	// placement is what the control group's placement decisions remember.
+	placement placement.ControlMemory
 }
 
 func (s *Store) runMembership() {
@@ -51,7 +39,7 @@ func (s *Store) runMembership() {
 	defer unsub()
 	t := time.NewTicker(s.cfg.ReconcileInterval)
 	defer t.Stop()
-	st := &membershipState{nonvoterSince: make(map[string]time.Time)}
+	st := &membershipState{}
 	for {
 		s.maybeBootstrap(st)
 		if g := s.control(); g != nil && g.isLeader() {
@@ -130,7 +118,7 @@ func (s *Store) maybeBootstrap(st *membershipState) {
 			}
 		}
 	}
-	n := voterTarget(len(alive))
+	n := placement.VoterTarget(len(alive))
 	var conf raft.Configuration
 	for _, m := range alive[:n] {
 		conf.Servers = append(conf.Servers, raft.Server{
@@ -164,22 +152,22 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 		s.logger.Warn("reconcile: read configuration", "error", err)
 		return
 	}
-	members := make(map[string]cluster.Member)
-	for _, m := range s.cfg.Members.Members() {
-		members[m.Name] = m
+	gossip := s.cfg.Members.Members()
+	members := make(map[string]placement.Member, len(gossip))
+	for _, m := range gossip {
+		members[m.Name] = placement.Member{Status: placementStatus(m.Status), Since: m.Since, InternalAddr: m.InternalAddr}
 	}
-	inConf := make(map[string]raft.Server, len(conf.Servers))
+	inConf := make(map[string]bool, len(conf.Servers))
 	for _, srv := range conf.Servers {
-		inConf[string(srv.ID)] = srv
+		inConf[string(srv.ID)] = true
 	}
 	const timeout = internalTimeout
 
-	// 1. Recorded addresses that moved (a rescheduled pod, a restarted
-	// container) are updated; alive members missing from Raft join as
-	// non-voters.
+	// Recorded addresses that moved (a rescheduled pod, a restarted
+	// container) are updated first.
 	var joining []string
 	for _, m := range s.aliveMembers() {
-		if _, ok := inConf[m.Name]; !ok {
+		if !inConf[m.Name] {
 			joining = append(joining, m.Name)
 		}
 	}
@@ -189,115 +177,54 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 		}
 		return
 	}
-	for _, m := range s.aliveMembers() {
-		if _, ok := inConf[m.Name]; !ok {
-			s.logger.Info("adding member to the control group as non-voter", "member", m.Name, "address", m.InternalAddr)
-			if err := await(g.raft.AddNonvoter(raft.ServerID(m.Name), raft.ServerAddress(m.InternalAddr), 0, timeout), internalTimeout, s.stop); err != nil {
-				s.logger.Warn("add non-voter failed", "member", m.Name, "error", err)
-			}
-			return
+	step := placement.NextControlStep(placement.ControlView{
+		Self:              s.name,
+		Conf:              conf,
+		Members:           members,
+		CaughtUp:          func(srv raft.Server) bool { return s.caughtUp(g, srv) },
+		Now:               time.Now(),
+		Started:           s.started,
+		DeadMemberTimeout: s.cfg.DeadMemberTimeout,
+		PromoteAfter:      s.cfg.PromoteAfter,
+	}, &st.placement)
+	id := string(step.Server)
+	switch step.Kind {
+	case placement.AddNonvoter:
+		s.logger.Info("adding member to the control group as non-voter", "member", id, "address", string(step.Address))
+		if err := await(g.raft.AddNonvoter(step.Server, step.Address, 0, timeout), internalTimeout, s.stop); err != nil {
+			s.logger.Warn("add non-voter failed", "member", id, "error", err)
 		}
-	}
-
-	// 2. Members that left gracefully go at once; failed ones after the
-	// dead-member timeout; ones gossip has never heard of (this leader
-	// restarted) after the timeout counted from our start.
-	now := time.Now()
-	for _, srv := range conf.Servers {
-		id := string(srv.ID)
-		if id == s.name {
-			continue
-		}
-		m, known := members[id]
-		reason := ""
-		switch {
-		case known && m.Status == cluster.StatusLeft:
-			reason = "left the cluster"
-		case known && m.Status == cluster.StatusFailed && now.Sub(m.Since) > s.cfg.DeadMemberTimeout:
-			reason = fmt.Sprintf("failed for more than %v", s.cfg.DeadMemberTimeout)
-		case !known && now.Sub(s.started) > s.cfg.DeadMemberTimeout:
-			reason = fmt.Sprintf("unknown to gossip for more than %v", s.cfg.DeadMemberTimeout)
-		}
-		if reason == "" {
-			continue
-		}
+	case placement.Remove:
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		err := s.removeServer(ctx, g, id, reason)
+		err := s.removeServer(ctx, g, id, step.Reason)
 		cancel()
 		if err != nil {
 			s.logger.Warn("remove member failed", "member", id, "error", err)
 		}
-		return
+	case placement.Promote:
+		s.logger.Info("promoting member to voter", "member", id, "voters", step.Voters, "target", step.Target)
+		if err := await(g.raft.AddVoter(step.Server, step.Address, 0, timeout), internalTimeout, s.stop); err != nil {
+			s.logger.Warn("promote failed", "member", id, "error", err)
+		}
+	case placement.Demote:
+		s.logger.Info("demoting voter to non-voter", "member", id, "voters", step.Voters, "target", step.Target)
+		if err := await(g.raft.DemoteVoter(step.Server, 0, timeout), internalTimeout, s.stop); err != nil {
+			s.logger.Warn("demote failed", "member", id, "error", err)
+		}
 	}
+}
 
-	// 3. Voters: reach the target with caught-up, alive non-voters; shed
-	// extra voters only while every voter is alive.
-	alive := func(id string) bool {
-		if id == s.name {
-			return true
-		}
-		m, ok := members[id]
-		return ok && m.Status == cluster.StatusAlive
+// placementStatus is gossip's status in placement's terms.
+func placementStatus(st cluster.Status) placement.Status {
+	switch st {
+	case cluster.StatusAlive:
+		return placement.Alive
+	case cluster.StatusFailed:
+		return placement.Failed
+	case cluster.StatusLeft:
+		return placement.Left
 	}
-	var voters, aliveVoters, aliveServers int
-	var nonvoters []raft.Server
-	for _, srv := range conf.Servers {
-		a := alive(string(srv.ID))
-		if a {
-			aliveServers++
-		}
-		if srv.Suffrage == raft.Voter {
-			voters++
-			if a {
-				aliveVoters++
-			}
-		} else if a {
-			nonvoters = append(nonvoters, srv)
-		}
-	}
-	for id := range st.nonvoterSince {
-		if srv, ok := inConf[id]; !ok || srv.Suffrage == raft.Voter {
-			delete(st.nonvoterSince, id)
-		}
-	}
-	target := voterTarget(aliveServers)
-	if aliveVoters < target {
-		sort.Slice(nonvoters, func(i, j int) bool { return nonvoters[i].ID < nonvoters[j].ID })
-		for _, srv := range nonvoters {
-			if !s.caughtUp(g, srv) {
-				delete(st.nonvoterSince, string(srv.ID))
-				continue
-			}
-			since, ok := st.nonvoterSince[string(srv.ID)]
-			if !ok {
-				st.nonvoterSince[string(srv.ID)] = now
-				continue
-			}
-			if now.Sub(since) < s.cfg.PromoteAfter {
-				continue
-			}
-			s.logger.Info("promoting member to voter", "member", string(srv.ID), "voters", voters, "target", target)
-			if err := await(g.raft.AddVoter(srv.ID, srv.Address, 0, timeout), internalTimeout, s.stop); err != nil {
-				s.logger.Warn("promote failed", "member", string(srv.ID), "error", err)
-			}
-			return
-		}
-		return
-	}
-	if voters > target && aliveVoters == voters {
-		var victim raft.ServerID
-		for _, srv := range conf.Servers {
-			if srv.Suffrage == raft.Voter && string(srv.ID) != s.name && srv.ID > victim {
-				victim = srv.ID
-			}
-		}
-		if victim != "" {
-			s.logger.Info("demoting voter to non-voter", "member", string(victim), "voters", voters, "target", target)
-			if err := await(g.raft.DemoteVoter(victim, 0, timeout), internalTimeout, s.stop); err != nil {
-				s.logger.Warn("demote failed", "member", string(victim), "error", err)
-			}
-		}
-	}
+	return placement.Unknown
 }
 
 // caughtUp asks a non-voter how far it has applied group g. It asks at the

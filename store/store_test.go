@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/placement"
 )
 
 func val(s string) json.RawMessage { return json.RawMessage(s) }
@@ -323,8 +324,8 @@ func TestDataDirBelongsToOneName(t *testing.T) {
 
 func TestVoterTarget(t *testing.T) {
 	for n, want := range map[int]int{0: 1, 1: 1, 2: 2, 3: 3, 4: 3, 5: 5, 9: 5} {
-		if got := voterTarget(n); got != want {
-			t.Errorf("voterTarget(%d) = %d, want %d", n, got, want)
+		if got := placement.VoterTarget(n); got != want {
+			t.Errorf("VoterTarget(%d) = %d, want %d", n, got, want)
 		}
 	}
 }

@@ -1,16 +1,18 @@
 // Package placement decides, as pure functions of what a member knows,
-// the next step that brings a partition group's Raft configuration closer
-// to the partition table: add a replica as a non-voter, promote a caught-up
-// one, remove one the table moved away, hand leadership over. The store
-// runs the step and asks again; one Raft membership change at a time, so a
-// replica moves as "add, catch up, promote, remove" and the group never
-// loses a quorum of caught-up voters.
+// the next membership step of a Raft group: for a partition group, the
+// step that brings its configuration closer to the partition table (add a
+// replica as a non-voter, promote a caught-up one, remove one the table
+// moved away, hand leadership over: NextGroupStep); for the control group,
+// the step that brings it in line with gossip (add joining members, remove
+// ones that left or stayed dead, promote and demote toward the voter
+// target: NextControlStep). The store runs the step and asks again; one
+// Raft membership change at a time, so a replica moves as "add, catch up,
+// promote, remove" and a group never loses a quorum of caught-up voters.
 //
-// Everything a decision needs comes in a GroupView (the table's members,
-// the committed configuration, gossip's live addresses, which members have
-// caught up, the time) and everything it remembers between calls lives in
-// a Memory the caller keeps, so every case is a table test
-// (group_test.go). placement imports hashicorp/raft for its configuration
+// Everything a decision needs comes in a view (the table's members, the
+// configuration, what gossip says, which members have caught up, the time)
+// and everything it remembers between calls lives in a memory the caller
+// keeps, so every case is a table test (group_test.go, control_test.go). placement imports hashicorp/raft for its configuration
 // types only; it must not import store, fsm, cluster or rest, and does no
 // I/O.
 package placement
@@ -70,6 +72,8 @@ const (
 	Remove
 	// Transfer hands leadership to Server at Address.
 	Transfer
+	// Demote makes the voter Server a non-voter.
+	Demote
 )
 
 func (k Kind) String() string {
@@ -82,6 +86,8 @@ func (k Kind) String() string {
 		return "remove"
 	case Transfer:
 		return "transfer"
+	case Demote:
+		return "demote"
 	}
 	return "none"
 }

@@ -74,6 +74,7 @@ func TestImportRules(t *testing.T) {
 		"function":        {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"rest":            {raftPkg, module + "/fsm", memberlistPkg},
 		"store/catalog":   {module + "/store", module + "/fsm", module + "/rest", module + "/cluster", raftPkg, memberlistPkg, echoPkg},
+		"store/listing":   {module + "/store", module + "/rest", module + "/cluster", memberlistPkg, echoPkg},
 		"store/placement": {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/transport": {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -405,27 +404,4 @@ func TestListingRemoteStreamsStop(t *testing.T) {
 		}
 		t.Logf("listing failed after %d entries: %v", got, ls.Err())
 	})
-}
-
-// readValue reuses its buffer, grows a large value only as its bytes
-// arrive, and reports a stream that ends early.
-func TestReadValue(t *testing.T) {
-	buf := make([]byte, 0, 16)
-	v, err := readValue(strings.NewReader("0123456789"), 10, buf)
-	if err != nil || string(v) != "0123456789" || &v[0] != &buf[:1][0] {
-		t.Errorf("small value: %q, %v; want it read into the given buffer", v, err)
-	}
-	big := strings.Repeat("v", 3<<20)
-	if v, err := readValue(strings.NewReader(big), uint64(len(big)), nil); err != nil || string(v) != big {
-		t.Errorf("3 MiB value: %d bytes, %v", len(v), err)
-	}
-	for _, n := range []uint64{10, 3 << 20, 200 << 20} {
-		v, err := readValue(strings.NewReader("short"), n, nil)
-		if !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Errorf("value of %d bytes from 5: err %v, want ErrUnexpectedEOF", n, err)
-		}
-		if n > 1<<20 && cap(v) > 1<<20 {
-			t.Errorf("value of %d bytes from 5: grew to %d bytes before the data arrived", n, cap(v))
-		}
-	}
 }

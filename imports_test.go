@@ -124,8 +124,8 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case imp == module+"/node/nodetest":
 				t.Errorf("%s imports node/nodetest; only tests may", r)
-			case imp == module+"/internal/waitfor" && r != "node/nodetest":
-				t.Errorf("%s imports internal/waitfor; only tests (and the test harness node/nodetest) may", r)
+			case (imp == module+"/internal/waitfor" || imp == module+"/internal/logtap") && r != "node/nodetest":
+				t.Errorf("%s imports %s; only tests (and the test harness node/nodetest) may", r, rel(imp))
 			case hasPrefixPkg(imp, module+"/node") && !strings.HasPrefix(r, "cmd/") && !strings.HasPrefix(r, "node/"):
 				t.Errorf("%s imports %s; only programs (cmd/...) and node's own packages may", r, rel(imp))
 			}

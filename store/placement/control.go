@@ -176,12 +176,7 @@ func NextControlStep(v ControlView, mem *ControlMemory) ControlStep {
 				delete(mem.NonvoterSince, srv.ID)
 				continue
 			}
-			since, ok := mem.NonvoterSince[srv.ID]
-			if !ok {
-				mem.NonvoterSince[srv.ID] = v.Now
-				continue
-			}
-			if v.Now.Sub(since) < v.PromoteAfter {
+			if !caughtUpFor(mem.NonvoterSince, srv.ID, v.Now, v.PromoteAfter) {
 				continue
 			}
 			return ControlStep{Step: Step{Kind: Promote, Server: srv.ID, Address: srv.Address}, Voters: voters, Target: target}

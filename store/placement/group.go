@@ -138,12 +138,7 @@ func NextGroupStep(v GroupView, mem *Memory) Step {
 			delete(mem.NonvoterSince, srv.ID)
 			continue
 		}
-		since, seen := mem.NonvoterSince[srv.ID]
-		if !seen {
-			mem.NonvoterSince[srv.ID] = v.Now
-			continue
-		}
-		if v.Now.Sub(since) < v.PromoteAfter {
+		if !caughtUpFor(mem.NonvoterSince, srv.ID, v.Now, v.PromoteAfter) {
 			continue
 		}
 		delete(mem.NonvoterSince, srv.ID)
@@ -171,6 +166,19 @@ func NextGroupStep(v GroupView, mem *Memory) Step {
 		return transfer(v, mem, v.Members[:1])
 	}
 	return Step{}
+}
+
+// caughtUpFor reports whether the caught-up non-voter id has been seen
+// caught up for at least after, remembering in since when it was first
+// seen so (a member must stay caught up through PromoteAfter before it
+// votes: one that just received a snapshot may still be behind).
+func caughtUpFor(since map[raft.ServerID]time.Time, id raft.ServerID, now time.Time, after time.Duration) bool {
+	first, seen := since[id]
+	if !seen {
+		since[id] = now
+		return false
+	}
+	return now.Sub(first) >= after
 }
 
 // transfer hands leadership to the first of candidates that is alive, a

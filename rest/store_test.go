@@ -47,6 +47,14 @@ func newTestStore(tb testing.TB) Store {
 	if err := st.WaitLeader(ctx); err != nil {
 		tb.Fatalf("single-node store has no leader: %v", err)
 	}
+	// Serve as a real node does once its readiness probe passes: with the
+	// partition table written and its partition groups led.
+	for st.Ready(ctx) != nil {
+		if ctx.Err() != nil {
+			tb.Fatalf("single-node store is not ready after 10 s: %v", st.Ready(context.Background()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return testData{Store: st, Catalog: catalog.New(st)}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
@@ -321,9 +322,9 @@ func pick(entries []region.Entry, idx []int) []region.Entry {
 
 // Ready reports whether this node can serve linearizable requests now: it
 // is part of the control group, which has a leader, its copy has caught
-// up with the leader's commit index (a read barrier), and every partition
-// group it hosts has a leader. It is what a readiness probe asks;
-// liveness is /livez.
+// up with the leader's commit index (a read barrier), the partition table
+// is written, and every partition group the table places here is open and
+// has a leader. It is what a readiness probe asks; liveness is /livez.
 func (s *Store) Ready(ctx context.Context) error {
 	g0 := s.control()
 	if g0 == nil {
@@ -343,12 +344,24 @@ func (s *Store) Ready(ctx context.Context) error {
 	if _, err := s.readGroup(ctx, region.Linearizable); err != nil {
 		return err
 	}
-	for _, g := range s.localGroups() {
-		if g.id == controlGroup || s.localFor(g.id) == nil || !g.hasState() {
+	// Every partition group the table places here must be open and led:
+	// a node that reported ready before its groups existed turned unready
+	// again while they bootstrapped (a readiness probe flapping at start).
+	t, _, ok := s.table()
+	if !ok {
+		return fmt.Errorf("%w: the partition table is not written yet", region.ErrNoLeader)
+	}
+	for i, pg := range t.Groups {
+		gid := uint64(i) + 1
+		if !slices.Contains(pg.Members, s.name) {
 			continue
 		}
+		g := s.localFor(gid)
+		if g == nil || !g.hasState() {
+			return fmt.Errorf("%w: partition group %d, placed here, is not open yet", region.ErrNoLeader, gid)
+		}
 		if id, _ := g.leader(); id == "" {
-			return fmt.Errorf("%w: partition group %d, hosted here, has no leader yet", region.ErrNoLeader, g.id)
+			return fmt.Errorf("%w: partition group %d, hosted here, has no leader yet", region.ErrNoLeader, gid)
 		}
 	}
 	return nil

@@ -20,7 +20,7 @@ image: build
 #                     (deploy/k8stest, so that k8s.io stays out of go.mod)
 #   test-docker       tag docker: image, compose cluster, kill, cut, restart
 #   test-fuse         tag chaos: chaos/powerfs mounted for real, raft
-#                     snapshots across a power cut (store)
+#                     snapshots across a power cut (store/raftgroup)
 #   test-chaos-short  tag chaos: every scenario 20 s on processes (power loss
 #                     and multi-key operations included), five on compose
 test: test-go test-k8s test-docker test-fuse test-chaos-short
@@ -36,7 +36,7 @@ test-docker: need-docker
 
 test-fuse: need-fuse
 	go test -tags chaos -count=1 -timeout 5m ./chaos/powerfs/
-	go test -tags chaos -count=1 -timeout 5m -run 'PowerCut' ./store/
+	go test -tags chaos -count=1 -timeout 5m -run 'PowerCut' ./store/raftgroup/
 
 test-chaos-short: need-docker need-fuse
 	go test -tags chaos -run 'TestChaos$$' -count=1 -timeout 25m ./chaos/ \

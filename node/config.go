@@ -16,7 +16,7 @@ import (
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest"
-	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -66,8 +66,8 @@ type Config struct {
 	// Tuning no command-line flag sets; the zero value of each is the
 	// production default. Tests shorten them to form clusters fast.
 
-	// Raft overrides store.DefaultRaftConfig field by field.
-	Raft store.RaftConfig
+	// Raft overrides raftgroup.DefaultConfig field by field.
+	Raft raftgroup.Config
 	// GossipProfile is memberlist's profile: "" (LAN) or "local".
 	GossipProfile string
 	// RetryJoin is how often an unanswered --join is tried again.

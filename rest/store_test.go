@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // newTestStore is the one constructor every test of real handlers goes
@@ -27,7 +28,7 @@ func newTestStore(tb testing.TB) Store {
 		DataDir:   filepath.Join(tb.TempDir(), "data"),
 		Listener:  ln,
 		Advertise: ln.Addr().String(),
-		Raft: store.RaftConfig{
+		Raft: raftgroup.Config{
 			HeartbeatTimeout:   100 * time.Millisecond,
 			ElectionTimeout:    100 * time.Millisecond,
 			LeaderLeaseTimeout: 100 * time.Millisecond,

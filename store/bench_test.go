@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // orderValue is a ~220-byte order, the size the load generator in
@@ -21,7 +22,7 @@ var orderValue = json.RawMessage(`{"@type":"org.example.Order","purchaseOrderNo"
 // Raft timings are the production defaults: batching depends on them.
 func benchCluster(b *testing.B) []*testNode {
 	tc := newTestCluster(b, 3)
-	tc.tune = func(c *Config) { c.Raft = RaftConfig{} }
+	tc.tune = func(c *Config) { c.Raft = raftgroup.Config{} }
 	for _, name := range names("n", 3) {
 		tc.start(name)
 	}

@@ -21,7 +21,7 @@ func TestCaughtUpChecksTheMember(t *testing.T) {
 	f := tc.followers(leader)[0]
 	g := leader.control()
 	waitfor.Cond(t, 10*time.Second, "the follower to apply the leader's entries", func() bool {
-		return f.control().fsm.AppliedIndex() >= g.fsm.AppliedIndex()
+		return f.control().FSM().AppliedIndex() >= g.FSM().AppliedIndex()
 	})
 
 	if !leader.caughtUp(g, raft.Server{ID: raft.ServerID(f.name), Address: raft.ServerAddress(f.addr)}) {

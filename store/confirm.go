@@ -7,11 +7,12 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
 // confirmLeadership is the read-index round's leadership check (see
-// readIndexer): it asks every other voter of g for its term, concurrently,
+// ReadIndexer): it asks every other voter of g for its term, concurrently,
 // and returns nil once a quorum (this leader included) answered with at
 // most term. A voter in a later term means a newer leader may exist:
 // ErrNotLeader, which readers retry elsewhere. Voters that do not answer
@@ -22,8 +23,8 @@ import (
 // Each voter is asked by name at the address gossip gives for it, and the
 // receiver refuses a request meant for another member, so one member can
 // never be counted twice after addresses were shuffled by a restart.
-func (s *Store) confirmLeadership(g *group, term uint64) error {
-	cfg, err := g.configuration()
+func (s *Store) confirmLeadership(g *raftgroup.Group, term uint64) error {
+	cfg, err := g.Configuration()
 	if err != nil {
 		return err
 	}
@@ -41,14 +42,14 @@ func (s *Store) confirmLeadership(g *group, term uint64) error {
 		}
 	}
 	if !self {
-		return fmt.Errorf("%w: %s is not a voter of group %d", region.ErrNotLeader, s.name, g.id)
+		return fmt.Errorf("%w: %s is not a voter of group %d", region.ErrNotLeader, s.name, g.ID())
 	}
 	quorum := voters/2 + 1
 	confirmed := 1
 	if confirmed >= quorum {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.Raft.withDefaults().ElectionTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.Raft.WithDefaults().ElectionTimeout)
 	defer cancel()
 	type answer struct {
 		id   raft.ServerID
@@ -65,7 +66,7 @@ func (s *Store) confirmLeadership(g *group, term uint64) error {
 				answers <- answer{id: srv.ID, err: fmt.Errorf("%s: %w", srv.ID, transport.ErrUnreachable)}
 				return
 			}
-			t, err := s.client.term(ctx, addr, g.id, string(srv.ID))
+			t, err := s.client.term(ctx, addr, g.ID(), string(srv.ID))
 			answers <- answer{id: srv.ID, term: t, err: err}
 		}()
 	}
@@ -76,7 +77,7 @@ func (s *Store) confirmLeadership(g *group, term uint64) error {
 		case a.err != nil:
 			failed = append(failed, a.err.Error())
 		case a.term > term:
-			return fmt.Errorf("%w: voter %s of group %d is in term %d, after this leader's %d", region.ErrNotLeader, a.id, g.id, a.term, term)
+			return fmt.Errorf("%w: voter %s of group %d is in term %d, after this leader's %d", region.ErrNotLeader, a.id, g.ID(), a.term, term)
 		default:
 			confirmed++
 			if confirmed >= quorum {
@@ -84,5 +85,5 @@ func (s *Store) confirmLeadership(g *group, term uint64) error {
 			}
 		}
 	}
-	return fmt.Errorf("%w: %d of %d voters of group %d confirmed term %d (%v)", region.ErrNotLeader, confirmed, voters, g.id, term, failed)
+	return fmt.Errorf("%w: %d of %d voters of group %d confirmed term %d (%v)", region.ErrNotLeader, confirmed, voters, g.ID(), term, failed)
 }

@@ -22,7 +22,7 @@ func TestConfirmLeadership(t *testing.T) {
 	}
 	leader := tc.leader()
 	g := leader.control()
-	term := g.raft.CurrentTerm()
+	term := g.Raft().CurrentTerm()
 	if err := leader.confirmLeadership(g, term); err != nil {
 		t.Fatalf("the leader of term %d: %v", term, err)
 	}
@@ -34,7 +34,7 @@ func TestConfirmLeadership(t *testing.T) {
 
 	// The term RPC answers only for the member it names.
 	f := tc.followers(leader)[0]
-	if got, err := leader.client.term(ctxT(t, 5*time.Second), f.addr, 0, f.name); err != nil || got != f.control().raft.CurrentTerm() {
+	if got, err := leader.client.term(ctxT(t, 5*time.Second), f.addr, 0, f.name); err != nil || got != f.control().Raft().CurrentTerm() {
 		t.Fatalf("term of %s = %d, %v", f.name, got, err)
 	}
 	if _, err := leader.client.term(ctxT(t, 5*time.Second), f.addr, 0, leader.name); err == nil {

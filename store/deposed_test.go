@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // The stale-heartbeat read of docs/chaos.md, without chaos timing: a
@@ -42,7 +43,7 @@ import (
 // other members use the usual test timeouts.
 func TestDeposedLeaderRead(t *testing.T) {
 	t.Run("confirmLeadership refuses it", func(t *testing.T) {
-		res := deposedLeaderRead(t, func(s *Store) confirmFunc { return s.confirmLeadership })
+		res := deposedLeaderRead(t, func(s *Store) raftgroup.ConfirmFunc { return s.confirmLeadership })
 		if !errors.Is(res.err, region.ErrNotLeader) || !strings.Contains(res.err.Error(), "after this leader's") {
 			t.Fatalf("read on the deposed leader = %s, %v; want ErrNotLeader naming the later term (the newer value %s was acknowledged)",
 				res.value, res.err, res.acked)
@@ -54,8 +55,8 @@ func TestDeposedLeaderRead(t *testing.T) {
 	// hashicorp/raft that no longer counts old answers, or a scenario that
 	// no longer produces one), the case above proves nothing.
 	t.Run("VerifyLeader lets it through", func(t *testing.T) {
-		verify := func(*Store) confirmFunc {
-			return func(g *group, _ uint64) error { return g.raft.VerifyLeader().Error() }
+		verify := func(*Store) raftgroup.ConfirmFunc {
+			return func(g *raftgroup.Group, _ uint64) error { return g.Raft().VerifyLeader().Error() }
 		}
 		res := deposedLeaderRead(t, verify)
 		if res.err != nil || string(res.value) != `{"v":1}` {
@@ -75,25 +76,25 @@ type readResult struct {
 // deposedLeaderRead plays the scenario with the read index's confirmation
 // step taken from confirm, and returns what the read on the deposed leader
 // gave.
-func deposedLeaderRead(t *testing.T, confirm func(*Store) confirmFunc) readResult {
+func deposedLeaderRead(t *testing.T, confirm func(*Store) raftgroup.ConfirmFunc) readResult {
 	t.Helper()
 	tc := newTestCluster(t, 3)
 	network := newCutNetwork()
 	tc.tune = func(c *Config) {
 		c.PartitionGroups = 1
-		c.Raft.wrapTransport = network.wrap(c.NodeName)
+		c.Raft.WrapTransport = network.wrap(c.NodeName)
 		if c.NodeName != "n2" {
 			return
 		}
 		// n2 never stands for election on its own, never sends a heartbeat
 		// unless asked, and never steps down for lack of contact while the
 		// test runs; it leads only because leadership is handed to it.
-		c.Raft = RaftConfig{
+		c.Raft = raftgroup.Config{
 			HeartbeatTimeout:   time.Hour,
 			ElectionTimeout:    time.Hour,
 			LeaderLeaseTimeout: time.Hour,
 			CommitTimeout:      5 * time.Millisecond,
-			wrapTransport:      c.Raft.wrapTransport,
+			WrapTransport:      c.Raft.WrapTransport,
 		}
 	}
 	for _, name := range names("n", 3) {
@@ -109,7 +110,7 @@ func deposedLeaderRead(t *testing.T, confirm func(*Store) confirmFunc) readResul
 	waitfor.Cond(t, 30*time.Second, "n2 to take the control group's leadership", func() bool {
 		for _, n := range []*testNode{n0, n1} {
 			if n.IsLeader() {
-				_ = n.control().raft.LeadershipTransferToServer("n2", raft.ServerAddress(n2.addr)).Error()
+				_ = n.control().Raft().LeadershipTransferToServer("n2", raft.ServerAddress(n2.addr)).Error()
 			}
 		}
 		return n2.IsLeader()
@@ -122,7 +123,7 @@ func deposedLeaderRead(t *testing.T, confirm func(*Store) confirmFunc) readResul
 	if _, err := n2.Get(ctxT(t, 10*time.Second), region.Linearizable, "r", []string{"k"}); err != nil {
 		t.Fatalf("read on n2: %v", err)
 	}
-	term := g.raft.CurrentTerm()
+	term := g.Raft().CurrentTerm()
 
 	// Cut n2 off, keeping n0's answer to its next AppendEntries.
 	network.cut("n2", "n0")
@@ -135,25 +136,25 @@ func deposedLeaderRead(t *testing.T, confirm func(*Store) confirmFunc) readResul
 	// n0 and n1 elect a leader in a later term, which acknowledges v2.
 	waitfor.Cond(t, 20*time.Second, "n0 and n1 to elect a new leader", func() bool {
 		l := n0.Leader()
-		return l != "" && l != "n2" && l == n1.Leader() && n0.control().raft.CurrentTerm() > term
+		return l != "" && l != "n2" && l == n1.Leader() && n0.control().Raft().CurrentTerm() > term
 	})
 	const acked = `{"v":2}`
 	mustPut(t, n0.Store, "r", "k", acked)
-	if !n2.IsLeader() || g.raft.CurrentTerm() != term {
+	if !n2.IsLeader() || g.Raft().CurrentTerm() != term {
 		t.Fatalf("n2 no longer believes it leads term %d: the scenario needs a deposed leader that does", term)
 	}
 
 	// The read on n2, with the confirmation under test.
-	ri := newReadIndexer(g, confirm(n2.Store))
+	ri := raftgroup.NewReadIndexer(g, confirm(n2.Store))
 	done := make(chan readResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		if _, err := ri.readIndex(ctx); err != nil {
+		if _, err := ri.ReadIndex(ctx); err != nil {
 			done <- readResult{err: err, acked: acked}
 			return
 		}
-		v, err := g.fsm.Get("r", 0, "k")
+		v, err := g.FSM().Get("r", 0, "k")
 		done <- readResult{value: v, err: err, acked: acked}
 	}()
 	heartbeat := network.heartbeatTo("n0")
@@ -212,7 +213,7 @@ func newCutNetwork() *cutNetwork {
 	}
 }
 
-// wrap is a RaftConfig.wrapTransport for member self: the control group's
+// wrap is a raftgroup.Config.WrapTransport for member self: the control group's
 // transport goes through the network, the others' do not.
 func (n *cutNetwork) wrap(self string) func(uint64, raft.Transport) raft.Transport {
 	return func(gid uint64, tr raft.Transport) raft.Transport {

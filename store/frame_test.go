@@ -14,13 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -56,7 +55,7 @@ func TestForwardedCommandIsDecodedBeforeTheLog(t *testing.T) {
 			forward bool
 		}{{leader, false}, {follower, true}} {
 			_, err := follower.client.apply(ctx, via.node.addr, controlGroup, cmd, via.forward)
-			if !errors.Is(err, errBadCommand) {
+			if !errors.Is(err, raftgroup.ErrBadCommand) {
 				t.Errorf("%s command sent to %s: %v; want it refused as malformed", what, via.node.name, err)
 			}
 		}
@@ -66,7 +65,7 @@ func TestForwardedCommandIsDecodedBeforeTheLog(t *testing.T) {
 		t.Fatalf("write after the refused commands: %v", err)
 	}
 	for _, n := range tc.running() {
-		if err := n.control().halted(); err != nil {
+		if err := n.control().Halted(); err != nil {
 			t.Errorf("%s: group 0 halted: %v", n.name, err)
 		}
 	}
@@ -263,19 +262,19 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 	ctx := ctxT(t, 90*time.Second)
 
 	const poisoned uint64 = 1
-	var g *group
+	var g *raftgroup.Group
 	waitfor.Cond(t, 10*time.Second, "the leader of group 1", func() bool {
 		for _, n := range tc.running() {
-			if lg := n.groupByID(poisoned); lg != nil && lg.isLeader() {
+			if lg := n.groupByID(poisoned); lg != nil && lg.IsLeader() {
 				g = lg
 				return true
 			}
 		}
 		return false
 	})
-	// Straight into the log, past applyLocal's check: what an older build
+	// Straight into the log, past raftgroup's Apply check: what an older build
 	// could have written.
-	if err := g.raft.Apply([]byte{9, 9, 9}, 5*time.Second).Error(); err != nil {
+	if err := g.Raft().Apply([]byte{9, 9, 9}, 5*time.Second).Error(); err != nil {
 		t.Fatalf("append the poison entry: %v", err)
 	}
 	// The leader halts when it applies the entry and stops the group's
@@ -289,7 +288,7 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 			halted := 0
 			for _, n := range tc.running() {
 				lg := n.groupByID(poisoned)
-				if lg == nil || lg.halted() == nil {
+				if lg == nil || lg.Halted() == nil {
 					continue
 				}
 				err := n.Ready(ctx)
@@ -360,44 +359,6 @@ func TestSpansGroupsWaitsForTheTable(t *testing.T) {
 // queryOpts are the options a REST query uses, for store tests.
 func queryOpts() oql.Options { return oql.Options{MaxRows: 100000} }
 
-// TestBatcherDropsCommandsWhoseCallerGaveUp: a command still queued behind
-// the group's entry in flight when its caller's deadline passes is taken out
-// and never sent, and its caller is told so (a definite 503, not "outcome
-// unknown"); a queued command whose caller already left is dropped when the
-// next batch is formed. They used to be committed whatever the deadline.
-func TestBatcherDropsCommandsWhoseCallerGaveUp(t *testing.T) {
-	b := newBatcher(nil)
-	b.inflight = maxInflightBatches // an entry of the group is being committed
-
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err := b.apply(ctx, []byte("cmd"))
-	if err == nil || errors.Is(err, region.ErrIndeterminate) || !errors.Is(err, region.ErrNoLeader) {
-		t.Errorf("queued command past its deadline: %v; want a definite 503 (not sent)", err)
-	}
-	if len(b.queue) != 0 {
-		t.Errorf("%d commands left in the queue, want 0", len(b.queue))
-	}
-
-	gone, stop := context.WithCancel(context.Background())
-	stop()
-	p := &pendingApply{ctx: gone, data: []byte("cmd"), done: make(chan applyOutcome, 1)}
-	live := &pendingApply{ctx: context.Background(), data: []byte("cmd2"), done: make(chan applyOutcome, 1)}
-	b.queue = []*pendingApply{p, live}
-	batch := b.takeLocked()
-	if len(batch) != 1 || batch[0] != live {
-		t.Errorf("batch = %d commands, want only the live one", len(batch))
-	}
-	select {
-	case o := <-p.done:
-		if o.err == nil || errors.Is(o.err, region.ErrIndeterminate) {
-			t.Errorf("dropped command answered %v, want a definite error", o.err)
-		}
-	default:
-		t.Error("the dropped command's caller got no answer")
-	}
-}
-
 // TestLargeCommandIsStaged: a command over stageAbove travels as chunks of
 // fsm.StageChunkBytes plus a commit (one 100 MiB entry used to cost every
 // follower seconds of quadratic decoding, and the leader its lease), and is
@@ -412,7 +373,7 @@ func TestLargeCommandIsStaged(t *testing.T) {
 	mustCreate(t, leader.Store, "r", region.Replicate)
 	ctx := ctxT(t, 60*time.Second)
 	v := bigValue(9 << 20)
-	before := leader.control().raft.LastIndex()
+	before := leader.control().Raft().LastIndex()
 	// A PUT is idempotent: one whose outcome is unknown (a loaded machine
 	// under -race can cost a leader its lease) is sent again.
 	for try := 1; ; try++ {
@@ -425,7 +386,7 @@ func TestLargeCommandIsStaged(t *testing.T) {
 		}
 		leader = tc.leader()
 	}
-	if n := leader.control().raft.LastIndex() - before; n < 10 {
+	if n := leader.control().Raft().LastIndex() - before; n < 10 {
 		t.Errorf("the 9 MiB put took %d log entries, want 9 chunks and a commit", n)
 	}
 	for _, n := range tc.running() {
@@ -433,25 +394,5 @@ func TestLargeCommandIsStaged(t *testing.T) {
 		if err != nil || !bytes.Equal(vals[0], v) {
 			t.Errorf("%s: %d bytes, %v; want the 9 MiB value", n.name, len(vals[0]), err)
 		}
-	}
-}
-
-// TestStableStoreDropsWritesAfterClose: a late heartbeat's term save after
-// the group closed is dropped, not an error (raft panics on one).
-func TestStableStoreDropsWritesAfterClose(t *testing.T) {
-	mem := raft.NewInmemStore()
-	s := &stableStore{StableStore: mem}
-	if err := s.SetUint64([]byte("CurrentTerm"), 3); err != nil {
-		t.Fatal(err)
-	}
-	s.close()
-	if err := s.SetUint64([]byte("CurrentTerm"), 4); err != nil {
-		t.Fatalf("SetUint64 after close: %v, want it dropped", err)
-	}
-	if err := s.Set([]byte("k"), []byte("v")); err != nil {
-		t.Fatalf("Set after close: %v, want it dropped", err)
-	}
-	if v, _ := mem.GetUint64([]byte("CurrentTerm")); v != 3 {
-		t.Errorf("term after close = %d, want 3 (the later save dropped)", v)
 	}
 }

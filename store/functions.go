@@ -10,6 +10,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/catalog"
+	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -65,7 +66,7 @@ func (s *Store) PartitionLeaders(ctx context.Context) (int, map[uint64]string, e
 
 // localPart returns this node's replica of partition group gid after a
 // read barrier; an error when the node does not host it (any more).
-func (s *Store) localPart(ctx context.Context, gid uint64) (*group, error) {
+func (s *Store) localPart(ctx context.Context, gid uint64) (*raftgroup.Group, error) {
 	g := s.localFor(gid)
 	if g == nil {
 		return nil, fmt.Errorf("partition group %d is not hosted on %s: %w", gid, s.name, errNotHosted)
@@ -89,7 +90,7 @@ func (s *Store) ScanLocal(ctx context.Context, name string, groups []uint64, fn 
 		if err != nil {
 			return err
 		}
-		return g0.fsm.Scan(name, 0, fn)
+		return g0.FSM().Scan(name, 0, fn)
 	}
 	for _, gid := range groups {
 		g, err := s.localPart(ctx, gid)
@@ -97,7 +98,7 @@ func (s *Store) ScanLocal(ctx context.Context, name string, groups []uint64, fn 
 			return err
 		}
 		more := true
-		if err := g.fsm.Scan(name, ref.id, func(k string, v json.RawMessage) bool {
+		if err := g.FSM().Scan(name, ref.id, func(k string, v json.RawMessage) bool {
 			more = fn(k, v)
 			return more
 		}); err != nil {
@@ -122,7 +123,7 @@ func (s *Store) CountLocal(ctx context.Context, name string, groups []uint64) ([
 		if err != nil {
 			return nil, err
 		}
-		n, err := g0.fsm.Count(name, 0)
+		n, err := g0.FSM().Count(name, 0)
 		return []int{n}, err
 	}
 	out := make([]int, len(groups))
@@ -131,7 +132,7 @@ func (s *Store) CountLocal(ctx context.Context, name string, groups []uint64) ([
 		if err != nil {
 			return nil, err
 		}
-		if out[i], err = g.fsm.Count(name, ref.id); err != nil {
+		if out[i], err = g.FSM().Count(name, ref.id); err != nil {
 			return nil, err
 		}
 	}
@@ -164,7 +165,7 @@ func (s *Store) Meta(ctx context.Context, c region.Consistency, key string) ([]b
 	if err != nil {
 		return nil, 0, false, err
 	}
-	v, version, ok := g0.fsm.Meta(key)
+	v, version, ok := g0.FSM().Meta(key)
 	return v, version, ok, nil
 }
 
@@ -175,7 +176,7 @@ func (s *Store) MetaList(ctx context.Context, c region.Consistency, prefix strin
 	if err != nil {
 		return nil, err
 	}
-	list := g0.fsm.MetaList(prefix)
+	list := g0.FSM().MetaList(prefix)
 	out := make([]catalog.Entry, len(list))
 	for i, e := range list {
 		out[i] = catalog.Entry{Key: e.Key, Value: e.Value, Version: e.Version}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/internal/waitfor"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // world is a fake gossip view shared by the nodes of a test: the test says
@@ -77,8 +78,8 @@ func (w *world) Subscribe() (<-chan struct{}, func()) {
 
 // testRaft is fast enough for tests yet tolerant of a loaded 2-core machine
 // running them under the race detector.
-func testRaft() RaftConfig {
-	return RaftConfig{
+func testRaft() raftgroup.Config {
+	return raftgroup.Config{
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 200 * time.Millisecond,
@@ -228,7 +229,7 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 // voters returns the group 0 voters and non-voters as the leader sees them.
 func (tc *testCluster) suffrage(n *testNode) (voters, nonvoters []string) {
 	tc.t.Helper()
-	conf, err := n.control().configuration()
+	conf, err := n.control().Configuration()
 	if err != nil {
 		tc.t.Fatalf("configuration: %v", err)
 	}

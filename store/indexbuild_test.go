@@ -41,16 +41,16 @@ func TestCreateIndexReturnsOnceBuiltHere(t *testing.T) {
 		for _, g := range n.localGroups() {
 			id := uint64(0)
 			if ref.kind == region.Partition {
-				if g.id == controlGroup {
+				if g.ID() == controlGroup {
 					continue
 				}
 				id = ref.id
-			} else if g.id != controlGroup {
+			} else if g.ID() != controlGroup {
 				continue
 			}
-			l := g.fsm.IndexLen(name, id, "byCust")
+			l := g.FSM().IndexLen(name, id, "byCust")
 			if l < 0 {
-				t.Fatalf("region %s: group %d has no index byCust right after CreateIndex returned", name, g.id)
+				t.Fatalf("region %s: group %d has no index byCust right after CreateIndex returned", name, g.ID())
 			}
 			indexed += l
 		}

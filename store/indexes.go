@@ -93,12 +93,12 @@ func (s *Store) CreateIndex(ctx context.Context, regionName string, def region.I
 // wait cut short is not an error (the builds go on).
 func (s *Store) awaitIndexBuilds(ctx context.Context, version uint64) {
 	g0 := s.control()
-	if g0 == nil || g0.fsm.WaitApplied(ctx, version) != nil {
+	if g0 == nil || g0.FSM().WaitApplied(ctx, version) != nil {
 		return
 	}
 	s.syncIndexes()
 	for _, g := range s.localGroups() {
-		if g.fsm.WaitIndexes(ctx) != nil {
+		if g.FSM().WaitIndexes(ctx) != nil {
 			return
 		}
 	}
@@ -129,7 +129,7 @@ func (s *Store) Indexes(ctx context.Context, c region.Consistency, regionName st
 		return nil, fmt.Errorf("region %q: %w", regionName, region.ErrRegionNotFound)
 	}
 	var out []region.IndexInfo
-	for _, e := range g0.fsm.MetaList(indexKeyPrefix + regionName + "/") {
+	for _, e := range g0.FSM().MetaList(indexKeyPrefix + regionName + "/") {
 		var def region.IndexInfo
 		if err := json.Unmarshal(e.Value, &def); err != nil {
 			return nil, fmt.Errorf("index definition %s: %w", e.Key, err)
@@ -154,7 +154,7 @@ func (s *Store) dropIndexes(ctx context.Context, regionName string) error {
 	if g0 == nil {
 		return errClosed
 	}
-	for _, e := range g0.fsm.MetaList(indexKeyPrefix + regionName + "/") {
+	for _, e := range g0.FSM().MetaList(indexKeyPrefix + regionName + "/") {
 		_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: e.Key, MetaVersion: e.Version})
 		if err != nil && !errors.Is(err, region.ErrVersionConflict) && !errors.Is(err, region.ErrKeyNotFound) {
 			return fmt.Errorf("drop index %s: %w", e.Key, err)
@@ -174,7 +174,7 @@ func (s *Store) syncIndexes() {
 	if g0 == nil {
 		return
 	}
-	entries := g0.fsm.MetaList(indexKeyPrefix)
+	entries := g0.FSM().MetaList(indexKeyPrefix)
 	h := fnv.New64a()
 	defs := map[string][]index.Def{}
 	for _, e := range entries {
@@ -188,8 +188,8 @@ func (s *Store) syncIndexes() {
 	}
 	version := h.Sum64() | 1 // never 0, the version of "nothing set yet"
 	for _, g := range s.localGroups() {
-		if g.fsm.IndexVersion() != version {
-			g.fsm.SetIndexes(version, defs)
+		if g.FSM().IndexVersion() != version {
+			g.FSM().SetIndexes(version, defs)
 		}
 	}
 }
@@ -208,7 +208,7 @@ func (qs *querySource) Indexes(path string) []index.Def {
 // indexDefs are the index definitions of a region, as group 0 has them.
 func (qs *querySource) indexDefs(ref regionRef) []index.Def {
 	var out []index.Def
-	for _, e := range qs.g0.fsm.MetaList(indexKeyPrefix + ref.name + "/") {
+	for _, e := range qs.g0.FSM().MetaList(indexKeyPrefix + ref.name + "/") {
 		var def region.IndexInfo
 		if json.Unmarshal(e.Value, &def) == nil {
 			out = append(out, index.Def{Name: def.Name, Path: def.Path})
@@ -222,7 +222,7 @@ func (qs *querySource) ScanIndex(_ context.Context, path, name string, ranges []
 	if err != nil || ref.kind == region.Partition {
 		return false, err
 	}
-	return qs.g0.fsm.IndexScan(ref.name, 0, name, ranges, func(k string, v json.RawMessage) bool { return fn(k, v) })
+	return qs.g0.FSM().IndexScan(ref.name, 0, name, ranges, func(k string, v json.RawMessage) bool { return fn(k, v) })
 }
 
 func (ss *shardSource) Indexes(path string) []index.Def {

@@ -14,6 +14,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/placement"
+	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -42,7 +43,7 @@ func (s *Store) runMembership() {
 	st := &membershipState{}
 	for {
 		s.maybeBootstrap(st)
-		if g := s.control(); g != nil && g.isLeader() {
+		if g := s.control(); g != nil && g.IsLeader() {
 			s.reconcile(st, g)
 			s.place(g)
 		}
@@ -81,7 +82,7 @@ func (s *Store) maybeBootstrap(st *membershipState) {
 	if g == nil {
 		return
 	}
-	if id, _ := g.leader(); g.hasState() || id != "" {
+	if id, _ := g.Leader(); g.HasState() || id != "" {
 		st.bootstrapped.Store(true)
 		return
 	}
@@ -127,7 +128,7 @@ func (s *Store) maybeBootstrap(st *membershipState) {
 			Address:  raft.ServerAddress(m.InternalAddr),
 		})
 	}
-	if err := await(g.raft.BootstrapCluster(conf), internalTimeout, s.stop); err != nil {
+	if err := raftgroup.Await(g.Raft().BootstrapCluster(conf), raftgroup.InternalTimeout, s.stop); err != nil {
 		s.logger.Warn("bootstrap failed", "error", err)
 		if err == raft.ErrCantBootstrap {
 			st.bootstrapped.Store(true)
@@ -146,8 +147,8 @@ func (s *Store) maybeBootstrap(st *membershipState) {
 // configuration changes one at a time): add gossip members missing from
 // Raft, update moved addresses, remove members that left or stayed dead past
 // the dead-member timeout, then promote or demote to the voter target.
-func (s *Store) reconcile(st *membershipState, g *group) {
-	conf, err := g.configuration()
+func (s *Store) reconcile(st *membershipState, g *raftgroup.Group) {
+	conf, err := g.Configuration()
 	if err != nil {
 		s.logger.Warn("reconcile: read configuration", "error", err)
 		return
@@ -161,7 +162,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 	for _, srv := range conf.Servers {
 		inConf[string(srv.ID)] = true
 	}
-	const timeout = internalTimeout
+	const timeout = raftgroup.InternalTimeout
 
 	// Recorded addresses that moved (a rescheduled pod, a restarted
 	// container) are updated first.
@@ -171,7 +172,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 			joining = append(joining, m.Name)
 		}
 	}
-	if fix, ok := nextAddressFix(conf, s.liveAddr, joining); ok {
+	if fix, ok := placement.NextAddressFix(conf, s.liveAddr, joining); ok {
 		if err := s.applyAddressFix(g, fix); err != nil {
 			s.logger.Warn("update member address failed", "error", err)
 		}
@@ -191,7 +192,7 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 	switch step.Kind {
 	case placement.AddNonvoter:
 		s.logger.Info("adding member to the control group as non-voter", "member", id, "address", string(step.Address))
-		if err := await(g.raft.AddNonvoter(step.Server, step.Address, 0, timeout), internalTimeout, s.stop); err != nil {
+		if err := raftgroup.Await(g.Raft().AddNonvoter(step.Server, step.Address, 0, timeout), raftgroup.InternalTimeout, s.stop); err != nil {
 			s.logger.Warn("add non-voter failed", "member", id, "error", err)
 		}
 	case placement.Remove:
@@ -203,12 +204,12 @@ func (s *Store) reconcile(st *membershipState, g *group) {
 		}
 	case placement.Promote:
 		s.logger.Info("promoting member to voter", "member", id, "voters", step.Voters, "target", step.Target)
-		if err := await(g.raft.AddVoter(step.Server, step.Address, 0, timeout), internalTimeout, s.stop); err != nil {
+		if err := raftgroup.Await(g.Raft().AddVoter(step.Server, step.Address, 0, timeout), raftgroup.InternalTimeout, s.stop); err != nil {
 			s.logger.Warn("promote failed", "member", id, "error", err)
 		}
 	case placement.Demote:
 		s.logger.Info("demoting voter to non-voter", "member", id, "voters", step.Voters, "target", step.Target)
-		if err := await(g.raft.DemoteVoter(step.Server, 0, timeout), internalTimeout, s.stop); err != nil {
+		if err := raftgroup.Await(g.Raft().DemoteVoter(step.Server, 0, timeout), raftgroup.InternalTimeout, s.stop); err != nil {
 			s.logger.Warn("demote failed", "member", id, "error", err)
 		}
 	}
@@ -232,7 +233,7 @@ func placementStatus(st cluster.Status) placement.Status {
 // none), and believes only an answer from that member: containers and pods
 // restart on shuffled addresses, so the recorded address may now be another
 // member's, whose progress says nothing about this one's.
-func (s *Store) caughtUp(g *group, srv raft.Server) bool {
+func (s *Store) caughtUp(g *raftgroup.Group, srv raft.Server) bool {
 	addr, _ := transport.SplitRaftAddr(srv.Address)
 	if live, ok := s.liveAddr(string(srv.ID)); ok {
 		addr = live
@@ -247,9 +248,9 @@ func (s *Store) caughtUp(g *group, srv raft.Server) bool {
 		s.logger.Debug("not promoting: another member answers at its address", "member", string(srv.ID), "address", addr, "answered", ns.Name)
 		return false
 	}
-	leaderIdx := g.fsm.AppliedIndex()
+	leaderIdx := g.FSM().AppliedIndex()
 	for _, gs := range ns.Groups {
-		if gs.ID == g.id {
+		if gs.ID == g.ID() {
 			return gs.AppliedIndex+maxLagToPromote >= leaderIdx
 		}
 	}
@@ -267,14 +268,14 @@ func groupName(gid uint64) string {
 // removeServer removes id from the group's configuration; this node must be
 // the leader. It never removes the last voter. Any group: the leave RPC
 // names the group it is for.
-func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) error {
+func (s *Store) removeServer(ctx context.Context, g *raftgroup.Group, id, reason string) error {
 	if id == "" {
 		return fmt.Errorf("remove server: %w: empty server id", region.ErrInvalid)
 	}
-	if !g.isLeader() {
+	if !g.IsLeader() {
 		return fmt.Errorf("remove %s: %w", id, region.ErrNotLeader)
 	}
-	conf, err := g.configuration()
+	conf, err := g.Configuration()
 	if err != nil {
 		return err
 	}
@@ -292,15 +293,15 @@ func (s *Store) removeServer(ctx context.Context, g *group, id, reason string) e
 		return nil
 	}
 	if found.Suffrage == raft.Voter && voters == 1 {
-		return fmt.Errorf("refusing to remove %s: it is the last voter of group %d", id, g.id)
+		return fmt.Errorf("refusing to remove %s: it is the last voter of group %d", id, g.ID())
 	}
-	timeout := internalTimeout
+	timeout := raftgroup.InternalTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	s.logger.Info("removing member from "+groupName(g.id), "member", id, "group", g.id, "reason", reason)
-	if err := await(g.raft.RemoveServer(raft.ServerID(id), 0, timeout), internalTimeout, s.stop); err != nil {
-		return fmt.Errorf("remove %s from group %d: %w", id, g.id, raftErr(err))
+	s.logger.Info("removing member from "+groupName(g.ID()), "member", id, "group", g.ID(), "reason", reason)
+	if err := raftgroup.Await(g.Raft().RemoveServer(raft.ServerID(id), 0, timeout), raftgroup.InternalTimeout, s.stop); err != nil {
+		return fmt.Errorf("remove %s from group %d: %w", id, g.ID(), raftgroup.FromRaft(err))
 	}
 	return nil
 }
@@ -317,7 +318,7 @@ func (s *Store) Leave(ctx context.Context) error {
 	if g == nil {
 		return errClosed
 	}
-	conf, err := g.configuration()
+	conf, err := g.Configuration()
 	if err != nil {
 		return err
 	}
@@ -333,23 +334,23 @@ func (s *Store) Leave(ctx context.Context) error {
 	if !member || others == 0 {
 		return nil
 	}
-	if g.isLeader() {
+	if g.IsLeader() {
 		s.logger.Info("transferring leadership before leaving")
-		if err := await(g.raft.LeadershipTransfer(), internalTimeout, s.stop); err != nil {
+		if err := raftgroup.Await(g.Raft().LeadershipTransfer(), raftgroup.InternalTimeout, s.stop); err != nil {
 			s.logger.Warn("leadership transfer failed", "error", err)
 		}
 	}
 	var last error
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		id, addr := g.leader()
+		id, addr := g.Leader()
 		switch {
 		case id == s.name:
 			last = s.removeServer(ctx, g, s.name, "left gracefully")
 		case id == "":
 			last = fmt.Errorf("leave: %w", region.ErrNoLeader)
 		default:
-			last = s.client.leave(ctx, addr, g.id, s.name)
+			last = s.client.leave(ctx, addr, g.ID(), s.name)
 		}
 		if last == nil {
 			s.logger.Info("left the control group")
@@ -392,13 +393,13 @@ func (s *Store) drainPartitions(ctx context.Context) error {
 		}
 		var inside []uint64
 		for _, g := range s.localGroups() {
-			if out[g.id] {
+			if out[g.ID()] {
 				continue
 			}
-			if g.id == controlGroup || !g.hasState() {
+			if g.ID() == controlGroup || !g.HasState() {
 				continue
 			}
-			conf, err := g.configuration()
+			conf, err := g.Configuration()
 			if err != nil {
 				continue
 			}
@@ -411,24 +412,24 @@ func (s *Store) drainPartitions(ctx context.Context) error {
 			if !member {
 				continue
 			}
-			inside = append(inside, g.id)
-			if !g.isLeader() {
+			inside = append(inside, g.ID())
+			if !g.IsLeader() {
 				continue
 			}
 			if time.Since(start) > drainSelfRemoveAfter && voters(conf) > 1 {
 				// Still leading with a stale table: take this replica out
 				// directly. Safe while we are alive: the change commits on
 				// the remaining voters, which then hold every write.
-				s.logger.Info("removing this replica from a partition group it still leads", "group", g.id)
-				if err := await(g.raft.RemoveServer(raft.ServerID(s.name), 0, 5*time.Second), internalTimeout, s.stop); err != nil {
-					s.logger.Debug("self-removal while draining", "group", g.id, "error", err)
+				s.logger.Info("removing this replica from a partition group it still leads", "group", g.ID())
+				if err := raftgroup.Await(g.Raft().RemoveServer(raft.ServerID(s.name), 0, 5*time.Second), raftgroup.InternalTimeout, s.stop); err != nil {
+					s.logger.Debug("self-removal while draining", "group", g.ID(), "error", err)
 				}
 				continue
 			}
-			if time.Since(transferred[g.id]) > 2*time.Second {
-				transferred[g.id] = time.Now()
-				if err := await(g.raft.LeadershipTransfer(), internalTimeout, s.stop); err != nil {
-					s.logger.Debug("leadership transfer while draining", "group", g.id, "error", err)
+			if time.Since(transferred[g.ID()]) > 2*time.Second {
+				transferred[g.ID()] = time.Now()
+				if err := raftgroup.Await(g.Raft().LeadershipTransfer(), raftgroup.InternalTimeout, s.stop); err != nil {
+					s.logger.Debug("leadership transfer while draining", "group", g.ID(), "error", err)
 				}
 			}
 		}

@@ -23,7 +23,7 @@ func (s *Store) Regions(ctx context.Context, c region.Consistency) ([]region.Inf
 	if err != nil {
 		return nil, err
 	}
-	return g.fsm.Regions(), nil
+	return g.FSM().Regions(), nil
 }
 
 // Region describes one region.
@@ -32,7 +32,7 @@ func (s *Store) Region(ctx context.Context, c region.Consistency, name string) (
 	if err != nil {
 		return region.Info{}, err
 	}
-	info, ok := g.fsm.Region(name)
+	info, ok := g.FSM().Region(name)
 	if !ok {
 		return region.Info{}, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
 	}
@@ -122,7 +122,7 @@ func (s *Store) Get(ctx context.Context, c region.Consistency, name string, keys
 		if err != nil {
 			return nil, err
 		}
-		return g.fsm.GetMany(name, 0, keys)
+		return g.FSM().GetMany(name, 0, keys)
 	})
 }
 
@@ -136,7 +136,7 @@ func (s *Store) List(ctx context.Context, c region.Consistency, name string, lim
 		if err != nil {
 			return nil, err
 		}
-		return g.fsm.List(name, 0, limit)
+		return g.FSM().List(name, 0, limit)
 	})
 }
 
@@ -150,7 +150,7 @@ func (s *Store) Keys(ctx context.Context, c region.Consistency, name string) ([]
 		if err != nil {
 			return nil, err
 		}
-		return g.fsm.Keys(name, 0)
+		return g.FSM().Keys(name, 0)
 	})
 }
 
@@ -164,7 +164,7 @@ func (s *Store) Count(ctx context.Context, c region.Consistency, name string) (i
 		if err != nil {
 			return 0, err
 		}
-		return g.fsm.Count(name, 0)
+		return g.FSM().Count(name, 0)
 	})
 }
 
@@ -331,14 +331,14 @@ func (s *Store) Ready(ctx context.Context) error {
 		return errClosed
 	}
 	for _, g := range s.localGroups() {
-		if err := g.halted(); err != nil {
+		if err := g.Halted(); err != nil {
 			return fmt.Errorf("%w: %w", region.ErrNoLeader, err)
 		}
 	}
-	if !g0.hasState() {
+	if !g0.HasState() {
 		return fmt.Errorf("%w: this node has not joined a cluster yet", region.ErrNoLeader)
 	}
-	if id, _ := g0.leader(); id == "" {
+	if id, _ := g0.Leader(); id == "" {
 		return fmt.Errorf("%w: the control group has no leader", region.ErrNoLeader)
 	}
 	if _, err := s.readGroup(ctx, region.Linearizable); err != nil {
@@ -357,10 +357,10 @@ func (s *Store) Ready(ctx context.Context) error {
 			continue
 		}
 		g := s.localFor(gid)
-		if g == nil || !g.hasState() {
+		if g == nil || !g.HasState() {
 			return fmt.Errorf("%w: partition group %d, placed here, is not open yet", region.ErrNoLeader, gid)
 		}
-		if id, _ := g.leader(); id == "" {
+		if id, _ := g.Leader(); id == "" {
 			return fmt.Errorf("%w: partition group %d, hosted here, has no leader yet", region.ErrNoLeader, gid)
 		}
 	}

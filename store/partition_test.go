@@ -51,8 +51,8 @@ func (tc *testCluster) waitGroupsLed(p int) {
 				continue
 			}
 			for _, g := range n.localGroups() {
-				if g.id != controlGroup && g.isLeader() {
-					led[g.id] = true
+				if g.ID() != controlGroup && g.IsLeader() {
+					led[g.ID()] = true
 				}
 			}
 		}
@@ -124,10 +124,10 @@ func (tc *testCluster) hostedCounts(t *testing.T) map[string]int {
 	}
 	for _, n := range tc.running() {
 		for _, g := range n.localGroups() {
-			if g.id == controlGroup || !g.isLeader() {
+			if g.ID() == controlGroup || !g.IsLeader() {
 				continue
 			}
-			for _, v := range g.status().Voters {
+			for _, v := range g.Status().Voters {
 				counts[v]++
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/kvnode/kvnode/internal/durable"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/store/placement"
+	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -65,7 +66,7 @@ func (s *Store) groupDir(gid uint64) string {
 }
 
 // openPartition opens (creating if needed) partition group gid of p groups.
-func (s *Store) openPartition(gid uint64, p int) (*group, error) {
+func (s *Store) openPartition(gid uint64, p int) (*raftgroup.Group, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if g := s.groups[gid]; g != nil {
@@ -96,9 +97,17 @@ func (s *Store) openPartition(gid uint64, p int) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
-	layer := &transport.RaftLayer{Listener: ln, Group: gid, Dialer: s.dialer}
-	keyFilter := func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }
-	g, err := openGroup(gid, dir, s.name, layer, memberAddrs{s.cfg.Members}, s.cfg.Raft, s.logger, fsm.Options{KeyFilter: keyFilter}, s.confirmLeadership)
+	g, err := raftgroup.Open(raftgroup.Options{
+		ID:      gid,
+		Dir:     dir,
+		LocalID: s.name,
+		Layer:   &transport.RaftLayer{Listener: ln, Group: gid, Dialer: s.dialer},
+		Addrs:   memberAddrs{s.cfg.Members},
+		Raft:    s.cfg.Raft,
+		FSM:     fsm.Options{KeyFilter: func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }},
+		Logger:  s.logger,
+		Confirm: s.confirmLeadership,
+	})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
@@ -152,32 +161,32 @@ func (s *Store) openExistingPartitions() error {
 
 // dropPartition closes a group this node no longer hosts and deletes its
 // data: the group's committed configuration no longer has this node.
-func (s *Store) dropPartition(g *group) {
+func (s *Store) dropPartition(g *raftgroup.Group) {
 	s.mu.Lock()
-	if s.groups[g.id] != g {
+	if s.groups[g.ID()] != g {
 		s.mu.Unlock()
 		return
 	}
-	delete(s.groups, g.id)
+	delete(s.groups, g.ID())
 	s.mu.Unlock()
-	if err := g.close(); err != nil {
-		s.logger.Warn("closing a dropped partition group", "group", g.id, "error", err)
+	if err := g.Close(); err != nil {
+		s.logger.Warn("closing a dropped partition group", "group", g.ID(), "error", err)
 	}
 	// Rename, then delete: a crash in the middle of the deletion must not
 	// leave a group dir with some of its files (group.json, say) gone.
-	dir := s.groupDir(g.id)
+	dir := s.groupDir(g.ID())
 	dropped := dir + droppedSuffix
 	if err := os.RemoveAll(dropped); err != nil {
-		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
+		s.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
 	}
 	if err := os.Rename(dir, dropped); err != nil {
-		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
+		s.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
 	} else if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
-		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
+		s.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
 	} else if err := os.RemoveAll(dropped); err != nil {
-		s.logger.Warn("deleting a dropped partition group", "group", g.id, "error", err)
+		s.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
 	}
-	s.logger.Info("partition group dropped: it moved to other members", "group", g.id)
+	s.logger.Info("partition group dropped: it moved to other members", "group", g.ID())
 }
 
 // partitionState is the memory of runPartitions between rounds.
@@ -238,7 +247,7 @@ func (s *Store) syncPartitions(st *partitionState) {
 		if !pg.Bootstrapped && pg.Bootstrapper == s.name {
 			s.bootstrapPartition(g, pg, members)
 		}
-		if g.isLeader() {
+		if g.IsLeader() {
 			s.reconcileGroup(st, g, pg, members)
 		} else if !hosted {
 			s.maybeDrop(st, g, pg, members)
@@ -264,8 +273,8 @@ func alive(members map[string]cluster.Member, name string) (cluster.Member, bool
 // bootstrapper of, with the table's members as voters, then records that in
 // the table. A node that already has state for the group (it crashed after
 // bootstrapping, before recording it) only records it.
-func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[string]cluster.Member) {
-	if !g.hasState() {
+func (s *Store) bootstrapPartition(g *raftgroup.Group, pg partition.Group, members map[string]cluster.Member) {
+	if !g.HasState() {
 		var conf raft.Configuration
 		for _, name := range pg.Members {
 			addr := s.cfg.Advertise
@@ -278,11 +287,11 @@ func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[str
 			}
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(name), Address: raft.ServerAddress(addr)})
 		}
-		if err := await(g.raft.BootstrapCluster(conf), internalTimeout, s.stop); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			s.logger.Warn("bootstrapping partition group failed", "group", g.id, "error", err)
+		if err := raftgroup.Await(g.Raft().BootstrapCluster(conf), raftgroup.InternalTimeout, s.stop); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			s.logger.Warn("bootstrapping partition group failed", "group", g.ID(), "error", err)
 			return
 		}
-		s.logger.Info("bootstrapped partition group", "group", g.id, "voters", pg.Members)
+		s.logger.Info("bootstrapped partition group", "group", g.ID(), "voters", pg.Members)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -292,14 +301,14 @@ func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[str
 			return
 		}
 		t := cached.Clone()
-		i := int(g.id) - 1
+		i := int(g.ID()) - 1
 		if i < 0 || i >= len(t.Groups) || t.Groups[i].Bootstrapped {
 			return
 		}
 		t.Groups[i].Bootstrapped = true
 		if _, err := s.casTable(ctx, version, t); err == nil || !isConflict(err) {
 			if err != nil {
-				s.logger.Debug("recording the bootstrap of a partition group", "group", g.id, "error", err)
+				s.logger.Debug("recording the bootstrap of a partition group", "group", g.ID(), "error", err)
 			}
 			return
 		}
@@ -310,11 +319,11 @@ func (s *Store) bootstrapPartition(g *group, pg partition.Group, members map[str
 // brings the group's Raft configuration closer to the table's members:
 // a moved address first (so the configuration says where members are),
 // then the step placement.NextGroupStep decides.
-func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group, members map[string]cluster.Member) {
+func (s *Store) reconcileGroup(st *partitionState, g *raftgroup.Group, pg partition.Group, members map[string]cluster.Member) {
 	if !pg.Bootstrapped {
 		return
 	}
-	conf, err := g.configuration()
+	conf, err := g.Configuration()
 	if err != nil {
 		return
 	}
@@ -328,14 +337,14 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 			joining = append(joining, name)
 		}
 	}
-	if fix, ok := nextAddressFix(conf, s.liveAddr, joining); ok {
-		logErr(s, s.applyAddressFix(g, fix), "update partition member address", g.id, string(fix.server.ID))
+	if fix, ok := placement.NextAddressFix(conf, s.liveAddr, joining); ok {
+		logErr(s, s.applyAddressFix(g, fix), "update partition member address", g.ID(), string(fix.Server.ID))
 		return
 	}
-	mem := st.placement[g.id]
+	mem := st.placement[g.ID()]
 	if mem == nil {
 		mem = &placement.Memory{}
-		st.placement[g.id] = mem
+		st.placement[g.ID()] = mem
 	}
 	aliveAddrs := map[string]string{}
 	for name := range members {
@@ -359,32 +368,32 @@ func (s *Store) reconcileGroup(st *partitionState, g *group, pg partition.Group,
 
 // runGroupStep carries out a placement step on group g, whose leader this
 // node is.
-func (s *Store) runGroupStep(g *group, step placement.Step) {
-	const timeout = internalTimeout
+func (s *Store) runGroupStep(g *raftgroup.Group, step placement.Step) {
+	const timeout = raftgroup.InternalTimeout
 	id := string(step.Server)
 	switch step.Kind {
 	case placement.AddNonvoter:
-		s.logger.Info("adding a replica to a partition group", "group", g.id, "member", id)
-		logErr(s, await(g.raft.AddNonvoter(step.Server, step.Address, 0, timeout), internalTimeout, s.stop), "add replica", g.id, id)
+		s.logger.Info("adding a replica to a partition group", "group", g.ID(), "member", id)
+		logErr(s, raftgroup.Await(g.Raft().AddNonvoter(step.Server, step.Address, 0, timeout), raftgroup.InternalTimeout, s.stop), "add replica", g.ID(), id)
 	case placement.Promote:
-		s.logger.Info("promoting a caught-up replica", "group", g.id, "member", id)
-		logErr(s, await(g.raft.AddVoter(step.Server, step.Address, 0, timeout), internalTimeout, s.stop), "promote replica", g.id, id)
+		s.logger.Info("promoting a caught-up replica", "group", g.ID(), "member", id)
+		logErr(s, raftgroup.Await(g.Raft().AddVoter(step.Server, step.Address, 0, timeout), raftgroup.InternalTimeout, s.stop), "promote replica", g.ID(), id)
 	case placement.Remove:
-		s.logger.Info("removing a replica the table moved away", "group", g.id, "member", id)
-		logErr(s, await(g.raft.RemoveServer(step.Server, 0, timeout), internalTimeout, s.stop), "remove replica", g.id, id)
+		s.logger.Info("removing a replica the table moved away", "group", g.ID(), "member", id)
+		logErr(s, raftgroup.Await(g.Raft().RemoveServer(step.Server, 0, timeout), raftgroup.InternalTimeout, s.stop), "remove replica", g.ID(), id)
 	case placement.Transfer:
-		s.logger.Info("transferring partition group leadership", "group", g.id, "to", id)
-		logErr(s, await(g.raft.LeadershipTransferToServer(step.Server, step.Address), internalTimeout, s.stop), "transfer leadership", g.id, id)
+		s.logger.Info("transferring partition group leadership", "group", g.ID(), "to", id)
+		logErr(s, raftgroup.Await(g.Raft().LeadershipTransferToServer(step.Server, step.Address), raftgroup.InternalTimeout, s.stop), "transfer leadership", g.ID(), id)
 	}
 }
 
 // maybeDrop closes and deletes a group this node no longer hosts, once the
 // group's leader reports a committed configuration without this node.
-func (s *Store) maybeDrop(st *partitionState, g *group, pg partition.Group, members map[string]cluster.Member) {
-	if time.Since(st.lastDropCheck[g.id]) < dropCheckEvery {
+func (s *Store) maybeDrop(st *partitionState, g *raftgroup.Group, pg partition.Group, members map[string]cluster.Member) {
+	if time.Since(st.lastDropCheck[g.ID()]) < dropCheckEvery {
 		return
 	}
-	st.lastDropCheck[g.id] = time.Now()
+	st.lastDropCheck[g.ID()] = time.Now()
 	for _, name := range pg.Members {
 		m, ok := alive(members, name)
 		if !ok {
@@ -397,7 +406,7 @@ func (s *Store) maybeDrop(st *partitionState, g *group, pg partition.Group, memb
 			continue
 		}
 		for _, gs := range ns.Groups {
-			if gs.ID != g.id || gs.State != raft.Leader.String() {
+			if gs.ID != g.ID() || gs.State != raft.Leader.String() {
 				continue
 			}
 			committed := gs.CommitIndex >= gs.ConfigIndex
@@ -420,8 +429,8 @@ func logErr(s *Store, err error, what string, gid uint64, member string) {
 // members placement counts on are group 0's: a member joins them when
 // gossip first sees it and leaves them when it left or stayed dead past the
 // dead-member timeout, so short outages move no data.
-func (s *Store) place(g0 *group) {
-	conf, err := g0.configuration()
+func (s *Store) place(g0 *raftgroup.Group) {
+	conf, err := g0.Configuration()
 	if err != nil {
 		return
 	}

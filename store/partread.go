@@ -81,7 +81,7 @@ func (s *Store) readPartOnce(ctx context.Context, gid uint64, c region.Consisten
 	if g := s.localFor(gid); g != nil {
 		err := s.localRead(ctx, g, c, catchUpWait)
 		if err == nil {
-			return execRead(g.fsm, req)
+			return execRead(g.FSM(), req)
 		}
 		if !errors.Is(err, errLagging) {
 			return readResp{}, err

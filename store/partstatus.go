@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // PartitionStatus describes one partition group for operators.
@@ -60,8 +61,8 @@ func (s *Store) Partitions(ctx context.Context) (PartitionTable, error) {
 
 // groupLeaders asks every alive member that hosts a partition group (this
 // node directly) for its groups' status and keeps the leaders' reports.
-func (s *Store) groupLeaders(ctx context.Context, t partition.Table) map[uint64]GroupStatus {
-	out := map[uint64]GroupStatus{}
+func (s *Store) groupLeaders(ctx context.Context, t partition.Table) map[uint64]raftgroup.Status {
+	out := map[uint64]raftgroup.Status{}
 	var mu sync.Mutex
 	keep := func(ns NodeStatus) {
 		mu.Lock()

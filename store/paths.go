@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // errClosed is returned once the store has been closed.
@@ -64,7 +65,7 @@ func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm
 func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*fsm.Result, error) {
 	g := s.localFor(gid)
 	if g != nil && gid == controlGroup {
-		if err := g.halted(); err != nil {
+		if err := g.Halted(); err != nil {
 			return nil, err
 		}
 	}
@@ -75,59 +76,18 @@ func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []b
 		}
 		return s.client.apply(ctx, addr, gid, data, true)
 	}
-	if g.isLeader() {
-		return s.applyLocal(ctx, g, data)
+	if g.IsLeader() {
+		return g.Apply(ctx, data)
 	}
-	id, addr := g.leader()
+	id, addr := g.Leader()
 	if id == "" {
-		return nil, fmt.Errorf("group %d: %w", g.id, region.ErrNoLeader)
+		return nil, fmt.Errorf("group %d: %w", g.ID(), region.ErrNoLeader)
 	}
 	if id == s.name {
 		// Raft still names us but we are no longer leader: wait for news.
-		return nil, fmt.Errorf("group %d: %w", g.id, region.ErrNotLeader)
+		return nil, fmt.Errorf("group %d: %w", g.ID(), region.ErrNotLeader)
 	}
-	return s.client.apply(ctx, addr, g.id, data, false)
-}
-
-// applyLocal appends data on this node, which must be the leader. It is the
-// only way into a Raft log (besides the batcher, which packs commands that
-// passed here), so it decodes every command first, whichever path brought
-// it: a committed entry that does not decode would halt every replica of
-// the group that applies it (fsm.Halted).
-func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Result, error) {
-	op, err := fsm.CheckCommand(data)
-	if err != nil {
-		return nil, fmt.Errorf("group %d: %w: refused before it entered the log: %v", g.id, errBadCommand, err)
-	}
-	timeout := internalTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return nil, ctxErr(ctx, "apply", nil)
-		}
-	}
-	if len(data) > stageAbove {
-		return s.applyStaged(ctx, g, data, timeout)
-	}
-	if op.Batchable() {
-		return g.batch.apply(ctx, data)
-	}
-	f := g.raft.Apply(data, timeout)
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return nil, raftErr(err)
-		}
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %v while the entry was being committed", region.ErrIndeterminate, ctx.Err())
-	}
-	res, ok := f.Response().(*fsm.Result)
-	if !ok {
-		return nil, fmt.Errorf("group %d: unexpected state machine response %T", g.id, f.Response())
-	}
-	return res, nil
+	return s.client.apply(ctx, addr, g.ID(), data, false)
 }
 
 // localRead returns the local group gid once a read at consistency c may be
@@ -137,7 +97,7 @@ func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Res
 // catchUp bounds how long a follower waits for its state machine to reach
 // the leader's read index (0: as long as ctx allows); past it the read fails
 // with errLagging, so that a caller with another replica to ask moves on.
-func (s *Store) localRead(ctx context.Context, g *group, c region.Consistency, catchUp time.Duration) error {
+func (s *Store) localRead(ctx context.Context, g *raftgroup.Group, c region.Consistency, catchUp time.Duration) error {
 	if c == region.Stale {
 		return nil
 	}
@@ -162,12 +122,12 @@ func (s *Store) localRead(ctx context.Context, g *group, c region.Consistency, c
 }
 
 // readGroup returns the control group, ready for a read at consistency c.
-func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*group, error) {
+func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*raftgroup.Group, error) {
 	g := s.control()
 	if g == nil {
 		return nil, errClosed
 	}
-	if err := g.halted(); err != nil {
+	if err := g.Halted(); err != nil {
 		return nil, err
 	}
 	if err := s.localRead(ctx, g, c, 0); err != nil {
@@ -179,19 +139,19 @@ func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*group, er
 // readBarrier makes this node's FSM reflect every write acknowledged before
 // the call: on the leader by a read-index round, on a follower by asking
 // the leader for the read index and waiting until the local FSM applied it.
-func (s *Store) readBarrier(ctx context.Context, g *group, catchUp time.Duration) error {
-	if g.isLeader() {
-		_, err := g.reads.readIndex(ctx)
+func (s *Store) readBarrier(ctx context.Context, g *raftgroup.Group, catchUp time.Duration) error {
+	if g.IsLeader() {
+		_, err := g.ReadIndex(ctx)
 		return err
 	}
-	id, addr := g.leader()
+	id, addr := g.Leader()
 	if id == "" {
-		return fmt.Errorf("group %d: %w", g.id, region.ErrNoLeader)
+		return fmt.Errorf("group %d: %w", g.ID(), region.ErrNoLeader)
 	}
 	if id == s.name {
-		return fmt.Errorf("group %d: %w", g.id, region.ErrNotLeader)
+		return fmt.Errorf("group %d: %w", g.ID(), region.ErrNotLeader)
 	}
-	idx, err := s.client.readIndex(ctx, addr, g.id)
+	idx, err := s.client.readIndex(ctx, addr, g.ID())
 	if err != nil {
 		return err
 	}
@@ -201,11 +161,11 @@ func (s *Store) readBarrier(ctx context.Context, g *group, catchUp time.Duration
 		wctx, cancel = context.WithTimeout(ctx, catchUp)
 		defer cancel()
 	}
-	if err := g.fsm.WaitApplied(wctx, idx); err != nil {
+	if err := g.FSM().WaitApplied(wctx, idx); err != nil {
 		if ctx.Err() == nil {
-			return fmt.Errorf("group %d: applied %d, read index %d: %w", g.id, g.fsm.AppliedIndex(), idx, errLagging)
+			return fmt.Errorf("group %d: applied %d, read index %d: %w", g.ID(), g.FSM().AppliedIndex(), idx, errLagging)
 		}
-		return ctxErr(ctx, fmt.Sprintf("catch up to read index %d", idx), err)
+		return raftgroup.ContextError(ctx, fmt.Sprintf("catch up to read index %d", idx), err)
 	}
 	return nil
 }
@@ -225,7 +185,7 @@ const catchUpWait = time.Second
 // pause waits before a retry: until the group's leader changes (when it is
 // hosted here), a short backoff passes, or gives up when ctx ends or
 // LeaderWait has passed since the first failure.
-func (s *Store) pause(ctx context.Context, g *group, attempt int, since time.Time, last error) error {
+func (s *Store) pause(ctx context.Context, g *raftgroup.Group, attempt int, since time.Time, last error) error {
 	left := s.cfg.LeaderWait - time.Since(since)
 	if left <= 0 {
 		if errors.Is(last, region.ErrNoLeader) {
@@ -238,13 +198,13 @@ func (s *Store) pause(ctx context.Context, g *group, attempt int, since time.Tim
 	defer t.Stop()
 	var changed <-chan struct{}
 	if g != nil {
-		changed = g.leaderChanged()
+		changed = g.LeaderChanged()
 	}
 	select {
 	case <-changed:
 	case <-t.C:
 	case <-ctx.Done():
-		return ctxErr(ctx, "wait for a leader", last)
+		return raftgroup.ContextError(ctx, "wait for a leader", last)
 	case <-s.stop:
 		return errClosed
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // Queries. A query over replicated regions runs on this node after one read
@@ -95,13 +96,13 @@ type queryReq struct {
 }
 
 // servePartial answers a queryReq for group g, which this node hosts.
-func (s *Store) servePartial(ctx context.Context, g *group, req queryReq) (*oql.Partial, error) {
+func (s *Store) servePartial(ctx context.Context, g *raftgroup.Group, req queryReq) (*oql.Partial, error) {
 	c := region.Linearizable
 	if req.Stale {
 		c = region.Stale
 	}
-	if s.localFor(g.id) == nil {
-		return nil, fmt.Errorf("group %d on %s is moving away: %w", g.id, s.name, errNotHosted)
+	if s.localFor(g.ID()) == nil {
+		return nil, fmt.Errorf("group %d on %s is moving away: %w", g.ID(), s.name, errNotHosted)
 	}
 	if err := s.localRead(ctx, g, c, catchUpWait); err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func (s *Store) servePartial(ctx context.Context, g *group, req queryReq) (*oql.
 type querySource struct {
 	s    *Store
 	c    region.Consistency
-	g0   *group
+	g0   *raftgroup.Group
 	refs map[string]regionRef // by path: "/orders"
 
 	mu     sync.Mutex
@@ -147,7 +148,7 @@ type querySource struct {
 
 // newQuerySource resolves every region q names. g0 has passed the barrier
 // for consistency c.
-func (s *Store) newQuerySource(ctx context.Context, c region.Consistency, g0 *group, q *oql.Query) (*querySource, error) {
+func (s *Store) newQuerySource(ctx context.Context, c region.Consistency, g0 *raftgroup.Group, q *oql.Query) (*querySource, error) {
 	qs := &querySource{s: s, c: c, g0: g0, refs: map[string]regionRef{}, synced: map[uint64]bool{}}
 	for _, path := range q.Regions() {
 		name := strings.TrimPrefix(path, "/")
@@ -190,7 +191,7 @@ func (qs *querySource) Scan(ctx context.Context, path string, fn func(key string
 		return err
 	}
 	if ref.kind != region.Partition {
-		return qs.g0.fsm.Scan(ref.name, 0, func(k string, v json.RawMessage) bool { return fn(k, v) })
+		return qs.g0.FSM().Scan(ref.name, 0, func(k string, v json.RawMessage) bool { return fn(k, v) })
 	}
 	p, err := qs.s.partitions(ctx)
 	if err != nil {
@@ -199,7 +200,7 @@ func (qs *querySource) Scan(ctx context.Context, path string, fn func(key string
 	for _, gid := range allGroups(p) {
 		more := true
 		if g := qs.s.localFor(gid); g != nil && qs.sync(ctx, g) == nil {
-			if err := g.fsm.Scan(ref.name, ref.id, func(k string, v json.RawMessage) bool {
+			if err := g.FSM().Scan(ref.name, ref.id, func(k string, v json.RawMessage) bool {
 				more = fn(k, v)
 				return more
 			}); err != nil {
@@ -224,9 +225,9 @@ func (qs *querySource) Scan(ctx context.Context, path string, fn func(key string
 }
 
 // sync passes the read barrier on a local partition replica once per query.
-func (qs *querySource) sync(ctx context.Context, g *group) error {
+func (qs *querySource) sync(ctx context.Context, g *raftgroup.Group) error {
 	qs.mu.Lock()
-	done := qs.synced[g.id]
+	done := qs.synced[g.ID()]
 	qs.mu.Unlock()
 	if done {
 		return nil
@@ -235,7 +236,7 @@ func (qs *querySource) sync(ctx context.Context, g *group) error {
 		return err
 	}
 	qs.mu.Lock()
-	qs.synced[g.id] = true
+	qs.synced[g.ID()] = true
 	qs.mu.Unlock()
 	return nil
 }
@@ -250,7 +251,7 @@ func (qs *querySource) Get(ctx context.Context, path, key string) ([]byte, bool,
 	if ref.kind == region.Partition {
 		vals, err = qs.s.getPartitioned(ctx, qs.c, ref, []string{key})
 	} else {
-		vals, err = qs.g0.fsm.GetMany(ref.name, 0, []string{key})
+		vals, err = qs.g0.FSM().GetMany(ref.name, 0, []string{key})
 	}
 	if err != nil {
 		return nil, false, err
@@ -267,13 +268,13 @@ func (qs *querySource) Size(ctx context.Context, path string) (int, error) {
 	if ref.kind == region.Partition {
 		return qs.s.countPartitioned(ctx, qs.c, ref)
 	}
-	return qs.g0.fsm.Count(ref.name, 0)
+	return qs.g0.FSM().Count(ref.name, 0)
 }
 
 // shard is the Source of one partial: the scattered region is the local
 // replica of one partition group; everything else reads through qs.
-func (qs *querySource) shard(g *group) oql.Source {
-	return &shardSource{qs: qs, f: g.fsm}
+func (qs *querySource) shard(g *raftgroup.Group) oql.Source {
+	return &shardSource{qs: qs, f: g.FSM()}
 }
 
 type shardSource struct {

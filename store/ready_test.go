@@ -34,7 +34,7 @@ func TestReadyMeansEveryPlacedGroupIsLed(t *testing.T) {
 		if g == nil {
 			t.Fatalf("ready while partition group %d, placed here, is not open", i+1)
 		}
-		if id, _ := g.leader(); id == "" {
+		if id, _ := g.Leader(); id == "" {
 			t.Fatalf("ready while partition group %d has no leader", i+1)
 		}
 	}

@@ -17,7 +17,7 @@ func TestRemoveServerLogsItsGroup(t *testing.T) {
 	var leader *testNode
 	var member string
 	for _, n := range tc.running() {
-		if g := n.groupByID(1); g != nil && g.isLeader() {
+		if g := n.groupByID(1); g != nil && g.IsLeader() {
 			leader = n
 			for _, f := range tc.followers(n) {
 				member = f.name

@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // Routing of region operations. A REPLICATE region lives in group 0; a
@@ -70,12 +71,12 @@ func (s *Store) refresh(ctx context.Context, name string) (regionRef, error) {
 	return regionRef{}, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
 }
 
-func lookup(g *group, name string) (regionRef, bool) {
-	info, ok := g.fsm.Region(name)
+func lookup(g *raftgroup.Group, name string) (regionRef, bool) {
+	info, ok := g.FSM().Region(name)
 	if !ok {
 		return regionRef{}, false
 	}
-	id, _ := g.fsm.RegionID(name)
+	id, _ := g.FSM().RegionID(name)
 	return regionRef{name: name, kind: info.Kind, id: id}, true
 }
 
@@ -365,7 +366,7 @@ func (s *Store) nextGroup(p int) uint64 {
 	start := s.rr.Add(1)
 	for i := 0; i < p; i++ {
 		gid := uint64((start+uint64(i))%uint64(p)) + 1
-		if g := s.groupByID(gid); g != nil && g.isLeader() {
+		if g := s.groupByID(gid); g != nil && g.IsLeader() {
 			return gid
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -32,10 +33,6 @@ import (
 // An apply goes to the group's leader, except from a node that does not host
 // the group: it marks the request Kv-Forward and the receiving member hands
 // it to its leader, once (the second hop is never marked, so no loops).
-
-// errBadCommand: a forwarded command that does not decode. It is refused
-// before it reaches the log; the sender has a bug (or another format).
-var errBadCommand = errors.New("malformed command")
 
 // rpcServer answers other nodes' RPCs.
 type rpcServer struct {
@@ -58,14 +55,14 @@ func newRPCServer(s *Store) *rpcServer {
 	mux.HandleFunc("GET /v1/status", r.status)
 	r.srv = &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: internalTimeout,
+		ReadHeaderTimeout: raftgroup.InternalTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}
 	return r
 }
 
-func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*group, bool) {
+func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*raftgroup.Group, bool) {
 	gid, err := strconv.ParseUint(req.PathValue("gid"), 10, 64)
 	if err != nil {
 		rpcCodes.WriteError(w, fmt.Errorf("bad group id %q", req.PathValue("gid")))
@@ -76,7 +73,7 @@ func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*group, boo
 		rpcCodes.WriteError(w, fmt.Errorf("raft group %d on %s: %w", gid, r.s.name, errNotHosted))
 		return nil, false
 	}
-	if err := g.halted(); err != nil {
+	if err := g.Halted(); err != nil {
 		// Serve nothing from it; the sender tries another member.
 		rpcCodes.WriteError(w, fmt.Errorf("%s: %w", r.s.name, err))
 		return nil, false
@@ -96,28 +93,28 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 		rpcCodes.WriteError(w, err)
 		return
 	}
-	// Decoded here too, not only by the leader's applyLocal: a command that
+	// Decoded here too, not only by the leader's Group.Apply: a command that
 	// is handed on to our leader must not reach it broken either.
 	if _, err := fsm.CheckCommand(data); err != nil {
-		rpcCodes.WriteError(w, fmt.Errorf("%w from %s: %v", errBadCommand, req.RemoteAddr, err))
+		rpcCodes.WriteError(w, fmt.Errorf("%w from %s: %v", raftgroup.ErrBadCommand, req.RemoteAddr, err))
 		return
 	}
 	var res *fsm.Result
 	switch {
-	case g.isLeader():
-		res, err = r.s.applyLocal(ctx, g, data)
+	case g.IsLeader():
+		res, err = g.Apply(ctx, data)
 	case req.Header.Get(transport.HeaderForward) != "":
 		// From a node that does not host the group: one more hop, to our
 		// leader, and not further.
-		id, addr := g.leader()
+		id, addr := g.Leader()
 		if id == "" || id == r.s.name {
-			err = fmt.Errorf("group %d on %s: %w", g.id, r.s.name, region.ErrNoLeader)
+			err = fmt.Errorf("group %d on %s: %w", g.ID(), r.s.name, region.ErrNoLeader)
 		} else {
-			res, err = r.s.client.apply(ctx, addr, g.id, data, false)
+			res, err = r.s.client.apply(ctx, addr, g.ID(), data, false)
 		}
 	default:
 		// The sender retries against the leader it learns about.
-		err = fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.id, region.ErrNotLeader)
+		err = fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.ID(), region.ErrNotLeader)
 	}
 	if err != nil {
 		rpcCodes.WriteError(w, err)
@@ -147,7 +144,7 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 	if !r.readable(ctx, w, g, rr.Stale) {
 		return
 	}
-	resp, err := execRead(g.fsm, rr)
+	resp, err := execRead(g.FSM(), rr)
 	if err != nil {
 		rpcCodes.WriteError(w, err)
 		return
@@ -162,13 +159,13 @@ func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
 
 // readable reports whether this node's replica of g may answer a read now
 // (stale: at once; else after the read barrier), or writes why not.
-func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *group, stale bool) bool {
+func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *raftgroup.Group, stale bool) bool {
 	c := region.Linearizable
 	if stale {
 		c = region.Stale
 	}
-	if r.s.localFor(g.id) == nil {
-		rpcCodes.WriteError(w, fmt.Errorf("group %d on %s is moving away: %w", g.id, r.s.name, errNotHosted))
+	if r.s.localFor(g.ID()) == nil {
+		rpcCodes.WriteError(w, fmt.Errorf("group %d on %s is moving away: %w", g.ID(), r.s.name, errNotHosted))
 		return false
 	}
 	if err := r.s.localRead(ctx, g, c, catchUpWait); err != nil {
@@ -223,11 +220,11 @@ func (r *rpcServer) readIndex(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
-	if !g.isLeader() {
-		rpcCodes.WriteError(w, fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.id, region.ErrNotLeader))
+	if !g.IsLeader() {
+		rpcCodes.WriteError(w, fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.ID(), region.ErrNotLeader))
 		return
 	}
-	idx, err := g.reads.readIndex(ctx)
+	idx, err := g.ReadIndex(ctx)
 	if err != nil {
 		rpcCodes.WriteError(w, err)
 		return
@@ -247,7 +244,7 @@ func (r *rpcServer) term(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	_, _ = w.Write(binary.AppendUvarint(nil, g.raft.CurrentTerm()))
+	_, _ = w.Write(binary.AppendUvarint(nil, g.Raft().CurrentTerm()))
 }
 
 func (r *rpcServer) leave(w http.ResponseWriter, req *http.Request) {
@@ -287,7 +284,7 @@ var rpcCodes = transport.Codes{
 	{Code: "query-too-large", Err: oql.ErrTooManyRows},
 	{Code: "query-bind", Err: oql.ErrBind},
 	{Code: "too-large", Err: region.ErrTooLarge},
-	{Code: "bad-command", Err: errBadCommand},
+	{Code: "bad-command", Err: raftgroup.ErrBadCommand},
 }
 
 // errNotHosted: the receiver does not host the group (it moved); the

@@ -48,7 +48,7 @@ func (s *Store) OpenList(ctx context.Context, c region.Consistency, name string,
 		if err != nil {
 			return nil, err
 		}
-		src, err := listing.Local(g.fsm, name, 0, opt)
+		src, err := listing.Local(g.FSM(), name, 0, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +96,7 @@ func (s *Store) openPartOnce(ctx context.Context, gid uint64, c region.Consisten
 	if g := s.localFor(gid); g != nil {
 		err := s.localRead(ctx, g, c, catchUpWait)
 		if err == nil {
-			return listing.Local(g.fsm, ref.name, ref.id, opt)
+			return listing.Local(g.FSM(), ref.name, ref.id, opt)
 		}
 		if !errors.Is(err, errLagging) {
 			return nil, err
@@ -135,7 +135,7 @@ func (r *rpcServer) scan(w http.ResponseWriter, req *http.Request) {
 	if !r.readable(ctx, w, g, sr.Stale) {
 		return
 	}
-	src, err := listing.Local(g.fsm, sr.Region, sr.ID, region.ListOptions{Limit: sr.Limit, KeysOnly: sr.KeysOnly, PeekBytes: sr.Peek})
+	src, err := listing.Local(g.FSM(), sr.Region, sr.ID, region.ListOptions{Limit: sr.Limit, KeysOnly: sr.KeysOnly, PeekBytes: sr.Peek})
 	if err != nil {
 		rpcCodes.WriteError(w, err)
 		return
@@ -167,7 +167,7 @@ func (r *rpcServer) scan(w http.ResponseWriter, req *http.Request) {
 			return // the reader went away
 		}
 		if sent++; sent%listing.CtxEvery == 0 && ctx.Err() != nil {
-			fw.Fail(fmt.Sprintf("scan of group %d on %s stopped after %d entries: %v", g.id, r.s.name, sent, ctx.Err()))
+			fw.Fail(fmt.Sprintf("scan of group %d on %s stopped after %d entries: %v", g.ID(), r.s.name, sent, ctx.Err()))
 			_ = fw.Flush()
 			return
 		}

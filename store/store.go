@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -53,7 +53,7 @@ type Config struct {
 	// member is this node itself (embedding, tests).
 	Members Membership
 	// Raft tunes every Raft group.
-	Raft RaftConfig
+	Raft raftgroup.Config
 	// DeadMemberTimeout is how long a failed member stays in Raft before
 	// group 0's leader removes it (default 72h).
 	DeadMemberTimeout time.Duration
@@ -131,6 +131,15 @@ func (s standalone) Members() []cluster.Member { return []cluster.Member{s.self}
 
 func (s standalone) Subscribe() (<-chan struct{}, func()) { return nil, func() {} }
 
+// stringAddr is a net.Addr for an advertised host:port that may be a DNS
+// name, which net.TCPAddr cannot hold.
+type stringAddr string
+
+func (a stringAddr) Network() string { return "tcp" }
+func (a stringAddr) String() string  { return string(a) }
+
+var _ net.Addr = stringAddr("")
+
 // Store owns every Raft group of this node and routes operations to them.
 type Store struct {
 	cfg    Config
@@ -143,7 +152,7 @@ type Store struct {
 	dialer *transport.Dialer
 
 	mu     sync.RWMutex
-	groups map[uint64]*group
+	groups map[uint64]*raftgroup.Group
 
 	// rr spreads generated keys of partitioned regions over groups.
 	rr atomic.Uint64
@@ -196,7 +205,7 @@ func New(cfg Config) (*Store, error) {
 		name:    cfg.NodeName,
 		logger:  cfg.Logger,
 		dialer:  &transport.Dialer{Net: &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second, LocalAddr: transport.SourceAddr(cfg.Listener)}, TLS: cfg.TLS},
-		groups:  make(map[uint64]*group),
+		groups:  make(map[uint64]*raftgroup.Group),
 		started: time.Now(),
 		stop:    make(chan struct{}),
 	}
@@ -208,8 +217,16 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	layer := &transport.RaftLayer{Listener: ln, Group: controlGroup, Dialer: s.dialer}
-	g, err := openGroup(controlGroup, s.groupDir(controlGroup), cfg.NodeName, layer, memberAddrs{cfg.Members}, cfg.Raft, cfg.Logger, fsm.Options{}, s.confirmLeadership)
+	g, err := raftgroup.Open(raftgroup.Options{
+		ID:      controlGroup,
+		Dir:     s.groupDir(controlGroup),
+		LocalID: cfg.NodeName,
+		Layer:   &transport.RaftLayer{Listener: ln, Group: controlGroup, Dialer: s.dialer},
+		Addrs:   memberAddrs{cfg.Members},
+		Raft:    cfg.Raft,
+		Logger:  cfg.Logger,
+		Confirm: s.confirmLeadership,
+	})
 	if err != nil {
 		_ = s.mux.Close()
 		return nil, err
@@ -240,13 +257,13 @@ func (s *Store) Start() {
 // frameLimit is the largest message exchanged with other members.
 func (s *Store) frameLimit() int64 { return s.cfg.MaxFrameBytes }
 
-func (s *Store) control() *group {
+func (s *Store) control() *raftgroup.Group {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.groups[controlGroup]
 }
 
-func (s *Store) groupByID(gid uint64) *group {
+func (s *Store) groupByID(gid uint64) *raftgroup.Group {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.groups[gid]
@@ -268,11 +285,11 @@ func (s *Store) Close() error {
 		// they accept from goes away; then the internal port.
 		s.mu.Lock()
 		groups := s.groups
-		s.groups = map[uint64]*group{}
+		s.groups = map[uint64]*raftgroup.Group{}
 		s.mu.Unlock()
 		var err error
 		for _, g := range groups {
-			err = errors.Join(err, g.close())
+			err = errors.Join(err, g.Close())
 		}
 		err = errors.Join(err, s.mux.Close())
 		s.client.Close()
@@ -284,83 +301,37 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// GroupStatus describes one Raft group on this node.
-type GroupStatus struct {
-	ID           uint64 `json:"id"`
-	State        string `json:"state"`
-	Leader       string `json:"leader"`
-	Term         uint64 `json:"term"`
-	AppliedIndex uint64 `json:"appliedIndex"`
-	LastIndex    uint64 `json:"lastIndex"`
-	CommitIndex  uint64 `json:"commitIndex"`
-	HasState     bool   `json:"hasState"`
-	// The latest Raft configuration this node knows, and the index of its
-	// entry: committed once CommitIndex has reached ConfigIndex.
-	Voters      []string `json:"voters"`
-	NonVoters   []string `json:"nonVoters"`
-	ConfigIndex uint64   `json:"configIndex"`
-}
-
 // NodeStatus is what a node tells others (and operators) about itself.
 type NodeStatus struct {
-	Name   string        `json:"name"`
-	Groups []GroupStatus `json:"groups"`
+	Name   string             `json:"name"`
+	Groups []raftgroup.Status `json:"groups"`
 }
 
 // Status reports this node's groups.
 func (s *Store) Status() NodeStatus {
 	st := NodeStatus{Name: s.name}
 	for _, g := range s.localGroups() {
-		st.Groups = append(st.Groups, g.status())
+		st.Groups = append(st.Groups, g.Status())
 	}
 	return st
 }
 
-// status describes the group as this node sees it.
-func (g *group) status() GroupStatus {
-	leader, _ := g.leader()
-	gs := GroupStatus{
-		ID:           g.id,
-		State:        g.raft.State().String(),
-		Leader:       leader,
-		Term:         g.raft.CurrentTerm(),
-		AppliedIndex: g.fsm.AppliedIndex(),
-		LastIndex:    g.raft.LastIndex(),
-		CommitIndex:  g.raft.CommitIndex(),
-		HasState:     g.hasState(),
-		Voters:       []string{},
-		NonVoters:    []string{},
-	}
-	f := g.raft.GetConfiguration()
-	if f.Error() == nil {
-		gs.ConfigIndex = f.Index()
-		for _, srv := range f.Configuration().Servers {
-			if srv.Suffrage == raft.Voter {
-				gs.Voters = append(gs.Voters, string(srv.ID))
-			} else {
-				gs.NonVoters = append(gs.NonVoters, string(srv.ID))
-			}
-		}
-	}
-	return gs
-}
-
 // localGroups returns the groups hosted here, by id.
-func (s *Store) localGroups() []*group {
+func (s *Store) localGroups() []*raftgroup.Group {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]*group, 0, len(s.groups))
+	out := make([]*raftgroup.Group, 0, len(s.groups))
 	for _, g := range s.groups {
 		out = append(out, g)
 	}
-	slices.SortFunc(out, func(a, b *group) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(out, func(a, b *raftgroup.Group) int { return cmp.Compare(a.ID(), b.ID()) })
 	return out
 }
 
 // IsLeader reports whether this node leads the control group.
 func (s *Store) IsLeader() bool {
 	g := s.control()
-	return g != nil && g.isLeader()
+	return g != nil && g.IsLeader()
 }
 
 // Leader returns the control group's leader name, empty when none is known.
@@ -369,7 +340,7 @@ func (s *Store) Leader() string {
 	if g == nil {
 		return ""
 	}
-	id, _ := g.leader()
+	id, _ := g.Leader()
 	return id
 }
 
@@ -392,14 +363,14 @@ func (s *Store) WaitLeader(ctx context.Context) error {
 		}
 	}()
 	for {
-		if g.waitLeader(wait, time.Hour) {
+		if g.WaitLeader(wait, time.Hour) {
 			return nil
 		}
 		if s.closed() {
 			return fmt.Errorf("wait for leader: %w", errClosed)
 		}
 		if ctx.Err() != nil {
-			return ctxErr(ctx, "wait for leader", nil)
+			return raftgroup.ContextError(ctx, "wait for leader", nil)
 		}
 	}
 }
@@ -424,13 +395,13 @@ func (s *Store) Configuration() (leader string, servers []Server, err error) {
 	if g == nil {
 		return "", nil, errClosed
 	}
-	conf, err := g.configuration()
+	conf, err := g.Configuration()
 	if err != nil {
 		return "", nil, err
 	}
 	for _, srv := range conf.Servers {
 		servers = append(servers, Server{ID: string(srv.ID), Address: string(srv.Address), Voter: srv.Suffrage == raft.Voter})
 	}
-	leader, _ = g.leader()
+	leader, _ = g.Leader()
 	return leader, servers, nil
 }

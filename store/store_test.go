@@ -355,11 +355,11 @@ func TestCatchUpBySnapshot(t *testing.T) {
 		mustPut(t, leader.Store, "r", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"i":%d}`, i))
 	}
 	for _, nd := range tc.followers(nil) {
-		if err := nd.control().raft.Snapshot().Error(); err != nil {
+		if err := nd.control().Raft().Snapshot().Error(); err != nil {
 			t.Fatalf("snapshot on %s: %v", nd.name, err)
 		}
 	}
-	first, err := leader.control().logs.FirstIndex()
+	first, err := leader.control().FirstIndex()
 	if err != nil || first < 100 {
 		t.Fatalf("leader log starts at %d (%v); want it compacted past the crashed follower's entries", first, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // tableKey is where the partition table lives among group 0's metadata.
@@ -24,7 +25,7 @@ func (s *Store) table() (t partition.Table, version uint64, ok bool) {
 	if g == nil {
 		return t, 0, false
 	}
-	raw, version, ok := g.fsm.Meta(tableKey)
+	raw, version, ok := g.FSM().Meta(tableKey)
 	if !ok {
 		return t, 0, false
 	}
@@ -118,12 +119,12 @@ func isConflict(err error) bool { return errors.Is(err, region.ErrVersionConflic
 // so it must not serve reads. A partition replica whose state machine
 // halted is not usable either: the node then acts as one that does not host
 // the group and sends the request to a member that does.
-func (s *Store) localFor(gid uint64) *group {
+func (s *Store) localFor(gid uint64) *raftgroup.Group {
 	g := s.groupByID(gid)
 	if g == nil || gid == controlGroup {
 		return g
 	}
-	if g.halted() != nil {
+	if g.Halted() != nil {
 		return nil
 	}
 	t, _, ok := s.table()

@@ -21,7 +21,7 @@ import (
 
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
-	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // Cluster is a set of in-process nodes sharing a temporary directory; the
@@ -55,7 +55,7 @@ func New(t *testing.T) *Cluster {
 
 // Fast shortens cfg's Raft and gossip timings for a cluster on loopback.
 func Fast(cfg *node.Config) {
-	cfg.Raft = store.RaftConfig{
+	cfg.Raft = raftgroup.Config{
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 200 * time.Millisecond,

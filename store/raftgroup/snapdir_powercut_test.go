@@ -1,6 +1,6 @@
 //go:build chaos
 
-package store
+package raftgroup
 
 import (
 	"io"

@@ -1,11 +1,10 @@
-package store
+package raftgroup
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -20,9 +19,9 @@ import (
 	"github.com/kvnode/kvnode/store/transport"
 )
 
-// RaftConfig tunes every Raft group of the node. Zero fields take the
-// defaults of DefaultRaftConfig.
-type RaftConfig struct {
+// Config tunes a Raft group. Zero fields take the defaults of
+// DefaultConfig.
+type Config struct {
 	// HeartbeatTimeout and ElectionTimeout bound how long a follower waits
 	// for the leader before starting an election; they set failover time.
 	HeartbeatTimeout time.Duration
@@ -44,13 +43,13 @@ type RaftConfig struct {
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 
-	// wrapTransport, when set (tests only), wraps a group's transport
+	// WrapTransport, when set (tests only), wraps a group's transport
 	// before its Raft instance gets it, so a test can decide the fate of
 	// each message (store/deposed_test.go).
-	wrapTransport func(gid uint64, t raft.Transport) raft.Transport
+	WrapTransport func(gid uint64, t raft.Transport) raft.Transport
 }
 
-// DefaultRaftConfig suits a LAN or a single machine. The timeouts were
+// DefaultConfig suits a LAN or a single machine. The timeouts were
 // chosen with the chaos runs (docs/chaos.md) on a 2-core host with three
 // members under load: at 500 ms heartbeat and election timeouts a killed
 // leader is replaced and writes flow again in about 1.0 s at the median
@@ -59,8 +58,8 @@ type RaftConfig struct {
 // before it stands (pre-vote keeps a rejoining member from disrupting);
 // the 250 ms lease makes a cut-off leader stop serving well before the
 // others can elect a new one.
-func DefaultRaftConfig() RaftConfig {
-	return RaftConfig{
+func DefaultConfig() Config {
+	return Config{
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
@@ -72,8 +71,9 @@ func DefaultRaftConfig() RaftConfig {
 	}
 }
 
-func (c RaftConfig) withDefaults() RaftConfig {
-	d := DefaultRaftConfig()
+// WithDefaults is c with every zero field set to DefaultConfig's value.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
 	c.HeartbeatTimeout = orDefault(c.HeartbeatTimeout, d.HeartbeatTimeout)
 	c.ElectionTimeout = orDefault(c.ElectionTimeout, d.ElectionTimeout)
 	c.LeaderLeaseTimeout = orDefault(c.LeaderLeaseTimeout, d.LeaderLeaseTimeout)
@@ -136,12 +136,12 @@ func (s *stableStore) close() {
 }
 
 // logCacheEntries is how many of the latest log entries each group keeps
-// decoded in memory (see openGroup).
+// decoded in memory (see Open).
 const logCacheEntries = 512
 
-// group is one Raft group hosted on this node: its state machine, log and
+// Group is one Raft group hosted on this node: its state machine, log and
 // snapshot stores, transport, and the read-index machinery.
-type group struct {
+type Group struct {
 	id     uint64
 	raft   *raft.Raft
 	fsm    *fsm.FSM
@@ -150,7 +150,7 @@ type group struct {
 	stable *stableStore
 	logger *slog.Logger
 
-	reads *readIndexer
+	reads *ReadIndexer
 	batch *batcher
 	// staging admits one staged command at a time (stage.go).
 	staging chan struct{}
@@ -167,18 +167,31 @@ type group struct {
 	wg       sync.WaitGroup
 }
 
-// stringAddr is a net.Addr for an advertised host:port that may be a DNS
-// name, which net.TCPAddr cannot hold.
-type stringAddr string
+// Options says which group to open, where, and with what.
+type Options struct {
+	// ID is the group's ID (0: the control group).
+	ID uint64
+	// Dir holds the group's log (raft.db) and snapshots; it is created
+	// if needed.
+	Dir string
+	// LocalID is this member's Raft server ID, its name.
+	LocalID string
+	// Layer carries the group's Raft traffic on the internal port.
+	Layer raft.StreamLayer
+	// Addrs says where each member is now (the store's gossip view).
+	Addrs raft.ServerAddressProvider
+	Raft  Config
+	// FSM configures the state machine; OnHalt and Group are set here.
+	FSM    fsm.Options
+	Logger *slog.Logger
+	// Confirm is the read-index round's leadership check (see ConfirmFunc).
+	Confirm ConfirmFunc
+}
 
-func (a stringAddr) Network() string { return "tcp" }
-func (a stringAddr) String() string  { return string(a) }
-
-var _ net.Addr = stringAddr("")
-
-// openGroup opens (or creates) the group's stores under dir and starts its
+// Open opens (or creates) the group's stores under o.Dir and starts its
 // Raft instance. It does not bootstrap.
-func openGroup(gid uint64, dir, localID string, layer *transport.RaftLayer, addrs raft.ServerAddressProvider, rc RaftConfig, logger *slog.Logger, fo fsm.Options, confirm confirmFunc) (*group, error) {
+func Open(o Options) (*Group, error) {
+	gid, dir, logger, fo, confirm := o.ID, o.Dir, o.Logger, o.FSM, o.Confirm
 	if err := durable.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
@@ -211,12 +224,12 @@ func openGroup(gid uint64, dir, localID string, layer *transport.RaftLayer, addr
 		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: layer,
+		Stream: o.Layer,
 		// Dial members where gossip says they are now, never at the
 		// address the configuration last recorded (see memberAddrs).
-		ServerAddressProvider: addrs,
+		ServerAddressProvider: o.Addrs,
 		MaxPool:               4,
-		Timeout:               internalTimeout,
+		Timeout:               InternalTimeout,
 		Logger:                hl,
 		// Pipelined replication with room for 16 requests in flight, not
 		// the default 2. hashicorp/raft 1.7.3's pipeline can deadlock:
@@ -237,9 +250,9 @@ func openGroup(gid uint64, dir, localID string, layer *transport.RaftLayer, addr
 		MaxRPCsInFlight: 16,
 	})
 
-	rc = rc.withDefaults()
+	rc := o.Raft.WithDefaults()
 	cfg := raft.DefaultConfig()
-	cfg.LocalID = raft.ServerID(localID)
+	cfg.LocalID = raft.ServerID(o.LocalID)
 	cfg.Logger = hl
 	cfg.HeartbeatTimeout = rc.HeartbeatTimeout
 	cfg.ElectionTimeout = rc.ElectionTimeout
@@ -285,8 +298,8 @@ func openGroup(gid uint64, dir, localID string, layer *transport.RaftLayer, addr
 	}
 	stable := &stableStore{StableStore: logs}
 	var rt raft.Transport = trans
-	if rc.wrapTransport != nil {
-		rt = rc.wrapTransport(gid, trans)
+	if rc.WrapTransport != nil {
+		rt = rc.WrapTransport(gid, trans)
 	}
 	r, err := raft.NewRaft(cfg, f, cached, stable, snaps, rt)
 	if err != nil {
@@ -294,7 +307,7 @@ func openGroup(gid uint64, dir, localID string, layer *transport.RaftLayer, addr
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: start: %w", gid, err)
 	}
-	g := &group{
+	g := &Group{
 		id:      gid,
 		raft:    r,
 		fsm:     f,
@@ -307,7 +320,7 @@ func openGroup(gid uint64, dir, localID string, layer *transport.RaftLayer, addr
 		obsCh:   make(chan raft.Observation, 16),
 		staging: make(chan struct{}, 1),
 	}
-	g.reads = newReadIndexer(g, confirm)
+	g.reads = NewReadIndexer(g, confirm)
 	g.batch = newBatcher(g)
 	g.observer = raft.NewObserver(g.obsCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -324,7 +337,7 @@ func openGroup(gid uint64, dir, localID string, layer *transport.RaftLayer, addr
 // The node stays up and keeps serving its other groups; the group's
 // requests go to other replicas, /readyz names the group and the entry
 // (Ready), and the error is logged here once.
-func (g *group) watchHalt(halts <-chan error) {
+func (g *Group) watchHalt(halts <-chan error) {
 	defer g.wg.Done()
 	select {
 	case err := <-halts:
@@ -338,13 +351,13 @@ func (g *group) watchHalt(halts <-chan error) {
 	}
 }
 
-// halted returns why the group's state machine stopped on this node, nil
+// Halted returns why the group's state machine stopped on this node, nil
 // while it runs (see fsm.Halted). A halted replica serves nothing.
-func (g *group) halted() error { return g.fsm.Halted() }
+func (g *Group) Halted() error { return g.fsm.Halted() }
 
 // watchLeader turns leader observations into a broadcast that waiting
 // requests select on.
-func (g *group) watchLeader() {
+func (g *Group) watchLeader() {
 	defer g.wg.Done()
 	for {
 		select {
@@ -363,31 +376,32 @@ func (g *group) watchLeader() {
 	}
 }
 
-// leaderChanged returns a channel closed at the next leader change.
-func (g *group) leaderChanged() <-chan struct{} {
+// LeaderChanged returns a channel closed at the next leader change.
+func (g *Group) LeaderChanged() <-chan struct{} {
 	g.leaderMu.Lock()
 	defer g.leaderMu.Unlock()
 	return g.changed
 }
 
-func (g *group) isLeader() bool { return g.raft.State() == raft.Leader }
+// IsLeader reports whether this member leads the group now.
+func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 
-// leader returns the current leader's ID and internal address, empty when
+// Leader returns the current leader's ID and internal address, empty when
 // unknown. Raft learns the address from the leader's RPC headers, which
 // memberAddrs tags with the leader's name; the tag is dropped here.
-func (g *group) leader() (id, addr string) {
+func (g *Group) Leader() (id, addr string) {
 	a, i := g.raft.LeaderWithID()
 	addr, _ = transport.SplitRaftAddr(a)
 	return string(i), addr
 }
 
-// hasState reports whether this group has ever been bootstrapped or joined.
-func (g *group) hasState() bool {
+// HasState reports whether this group has ever been bootstrapped or joined.
+func (g *Group) HasState() bool {
 	return g.raft.LastIndex() > 0
 }
 
-// configuration returns the latest Raft configuration.
-func (g *group) configuration() (raft.Configuration, error) {
+// Configuration returns the latest Raft configuration.
+func (g *Group) Configuration() (raft.Configuration, error) {
 	f := g.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return raft.Configuration{}, fmt.Errorf("raft group %d: configuration: %w", g.id, err)
@@ -395,8 +409,8 @@ func (g *group) configuration() (raft.Configuration, error) {
 	return f.Configuration(), nil
 }
 
-// close shuts the group down and releases its files.
-func (g *group) close() error {
+// Close shuts the group down and releases its files.
+func (g *Group) Close() error {
 	g.raft.DeregisterObserver(g.observer)
 	close(g.stop)
 	g.wg.Wait()
@@ -409,13 +423,13 @@ func (g *group) close() error {
 	return nil
 }
 
-// waitLeader waits until the group knows a leader, ctx ends or max passes.
-func (g *group) waitLeader(ctx context.Context, max time.Duration) bool {
+// WaitLeader waits until the group knows a leader, ctx ends or max passes.
+func (g *Group) WaitLeader(ctx context.Context, max time.Duration) bool {
 	t := time.NewTimer(max)
 	defer t.Stop()
 	for {
-		ch := g.leaderChanged()
-		if id, _ := g.leader(); id != "" {
+		ch := g.LeaderChanged()
+		if id, _ := g.Leader(); id != "" {
 			return true
 		}
 		select {
@@ -428,10 +442,10 @@ func (g *group) waitLeader(ctx context.Context, max time.Duration) bool {
 	}
 }
 
-// await waits for a Raft future in a background loop, but at most timeout
-// and never past the store's shutdown: some futures (a leadership transfer
-// cut short by Shutdown) may never resolve.
-func await(f raft.Future, timeout time.Duration, stop <-chan struct{}) error {
+// Await waits for a Raft future in a background loop, but at most timeout
+// and never past stop (the store's shutdown): some futures (a leadership
+// transfer cut short by Shutdown) may never resolve.
+func Await(f raft.Future, timeout time.Duration, stop <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	t := time.NewTimer(timeout)
@@ -446,11 +460,11 @@ func await(f raft.Future, timeout time.Duration, stop <-chan struct{}) error {
 	}
 }
 
-// internalTimeout bounds one internal step whose caller set no deadline: a
+// InternalTimeout bounds one internal step whose caller set no deadline: a
 // Raft membership, leadership or barrier operation, an address fix, a
 // forwarded command's Apply, the enqueue of a batch, and a Raft RPC to a
 // member (the transport's timeout). One number for all of them, so an
 // operator reasons about one bound: past it a step has failed (a member
 // is gone or the group has no quorum), and the loop that asked tries
 // again or answers 503.
-const internalTimeout = 10 * time.Second
+const InternalTimeout = 10 * time.Second

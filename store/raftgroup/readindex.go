@@ -1,4 +1,4 @@
-package store
+package raftgroup
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"github.com/kvnode/kvnode/region"
 )
 
-// readIndexer serves the leader's half of linearizable reads (Raft §6.4,
+// ReadIndexer serves the leader's half of linearizable reads (Raft §6.4,
 // "read index"): it records the index the leader's state machine has applied,
 // confirms leadership with a quorum heartbeat, and hands the index back.
 // Readers on the leader then read at once; readers on followers wait until
 // their own state machine has applied that index.
 //
 // Leadership is confirmed by asking every voter for its term with requests
-// sent after the index was recorded (confirmFunc), not with
+// sent after the index was recorded (ConfirmFunc), not with
 // raft.VerifyLeader: hashicorp/raft counts any successful AppendEntries
 // answer that arrives after VerifyLeader was called as a vote, including
 // answers to requests sent before it. A leader paused (SIGSTOP, a VM
@@ -30,9 +30,9 @@ import (
 // while the previous round was in flight, so one quorum heartbeat serves many
 // reads. A reader never joins a round that has already recorded its index,
 // because the index must be taken after the read began.
-type readIndexer struct {
-	g       *group
-	confirm confirmFunc
+type ReadIndexer struct {
+	g       *Group
+	confirm ConfirmFunc
 
 	mu       sync.Mutex
 	pending  *readRound // the round that new readers join; not yet started
@@ -45,20 +45,23 @@ type readRound struct {
 	err   error
 }
 
-// confirmFunc returns nil when a quorum of g's voters, asked after the
+// ConfirmFunc returns nil when a quorum of g's voters, asked after the
 // call began, are in term at most term: then no leader of a later term
 // can have been elected before the call (terms only grow, and any two
 // quorums share a voter), so no write newer than the leader's could have
 // been acknowledged before it.
-type confirmFunc func(g *group, term uint64) error
+type ConfirmFunc func(g *Group, term uint64) error
 
-func newReadIndexer(g *group, confirm confirmFunc) *readIndexer {
-	return &readIndexer{g: g, confirm: confirm}
+// NewReadIndexer returns the read-index machinery of g with confirm as its
+// leadership check. Every group has its own (Group.ReadIndex); a test may
+// run another over the same group with a different check.
+func NewReadIndexer(g *Group, confirm ConfirmFunc) *ReadIndexer {
+	return &ReadIndexer{g: g, confirm: confirm}
 }
 
-// readIndex returns an index such that a replica whose FSM has applied it
+// ReadIndex returns an index such that a replica whose FSM has applied it
 // reflects every write acknowledged before the call.
-func (ri *readIndexer) readIndex(ctx context.Context) (uint64, error) {
+func (ri *ReadIndexer) ReadIndex(ctx context.Context) (uint64, error) {
 	ri.mu.Lock()
 	if ri.pending == nil {
 		ri.pending = &readRound{done: make(chan struct{})}
@@ -79,7 +82,7 @@ func (ri *readIndexer) readIndex(ctx context.Context) (uint64, error) {
 }
 
 // run executes r and then every round that gathered readers meanwhile.
-func (ri *readIndexer) run(r *readRound) {
+func (ri *ReadIndexer) run(r *readRound) {
 	for r != nil {
 		r.index, r.err = ri.round()
 		close(r.done)
@@ -94,7 +97,7 @@ func (ri *readIndexer) run(r *readRound) {
 }
 
 // round performs one read-index round on the leader.
-func (ri *readIndexer) round() (uint64, error) {
+func (ri *ReadIndexer) round() (uint64, error) {
 	g := ri.g
 	term := g.raft.CurrentTerm()
 	if g.raft.State() != raft.Leader {
@@ -103,8 +106,8 @@ func (ri *readIndexer) round() (uint64, error) {
 	if g.readyTerm.Load() != term {
 		// A new leader may not yet have applied entries that earlier leaders
 		// committed (and acknowledged). A barrier in this term fixes that.
-		if err := g.raft.Barrier(internalTimeout).Error(); err != nil {
-			return 0, fmt.Errorf("read barrier: %w", raftErr(err))
+		if err := g.raft.Barrier(InternalTimeout).Error(); err != nil {
+			return 0, fmt.Errorf("read barrier: %w", FromRaft(err))
 		}
 		g.readyTerm.Store(term)
 	}

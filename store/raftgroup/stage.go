@@ -1,4 +1,4 @@
-package store
+package raftgroup
 
 import (
 	"context"
@@ -25,11 +25,11 @@ const stageAbove = 4 * fsm.StageChunkBytes
 // a second one would replace the first one's chunks. If the commit is
 // known not to have been appended, the chunks are dropped again (best
 // effort: the state machine also forgets them on its own).
-func (s *Store) applyStaged(ctx context.Context, g *group, data []byte, timeout time.Duration) (*fsm.Result, error) {
+func (g *Group) applyStaged(ctx context.Context, data []byte, timeout time.Duration) (*fsm.Result, error) {
 	select {
 	case g.staging <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctxErr(ctx, "wait for the group's previous large write", nil)
+		return nil, ContextError(ctx, "wait for the group's previous large write", nil)
 	}
 	defer func() { <-g.staging }()
 
@@ -43,8 +43,8 @@ func (s *Store) applyStaged(ctx context.Context, g *group, data []byte, timeout 
 	select {
 	case err := <-done:
 		if err != nil {
-			err = raftErr(err)
-			if !errors.Is(err, region.ErrIndeterminate) && g.isLeader() {
+			err = FromRaft(err)
+			if !errors.Is(err, region.ErrIndeterminate) && g.IsLeader() {
 				_ = g.raft.Apply(fsm.DropStaged(id), time.Second)
 			}
 			return nil, err

@@ -1,4 +1,4 @@
-package store
+package raftgroup
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const (
 )
 
 type batcher struct {
-	g *group
+	g *Group
 
 	mu       sync.Mutex
 	queue    []*pendingApply
@@ -45,7 +45,7 @@ type applyOutcome struct {
 	err error
 }
 
-func newBatcher(g *group) *batcher { return &batcher{g: g} }
+func newBatcher(g *Group) *batcher { return &batcher{g: g} }
 
 // apply submits an encoded entry command and waits for its result. A
 // command still queued when ctx ends is taken out of the queue and never
@@ -74,7 +74,7 @@ func (b *batcher) apply(ctx context.Context, data []byte) (*fsm.Result, error) {
 	queued := b.unqueueLocked(p)
 	b.mu.Unlock()
 	if queued {
-		return nil, ctxErr(ctx, "wait for the group's previous entry to commit (this write was not sent)", nil)
+		return nil, ContextError(ctx, "wait for the group's previous entry to commit (this write was not sent)", nil)
 	}
 	select {
 	case o := <-p.done: // finished meanwhile (or dropped by takeLocked)
@@ -101,7 +101,7 @@ func (b *batcher) takeLocked() []*pendingApply {
 	live := b.queue[:0]
 	for _, p := range b.queue {
 		if err := p.ctx.Err(); err != nil {
-			p.done <- applyOutcome{err: ctxErr(p.ctx, "wait for the group's previous entry to commit (this write was not sent)", nil)}
+			p.done <- applyOutcome{err: ContextError(p.ctx, "wait for the group's previous entry to commit (this write was not sent)", nil)}
 			continue
 		}
 		live = append(live, p)
@@ -140,19 +140,19 @@ func (b *batcher) run(batch []*pendingApply) {
 }
 
 // enqueueTimeout bounds how long raft.Apply may wait to take the batch: the
-// latest deadline of its callers, at most internalTimeout.
+// latest deadline of its callers, at most InternalTimeout.
 func enqueueTimeout(batch []*pendingApply) time.Duration {
 	var latest time.Time
 	for _, p := range batch {
 		dl, ok := p.ctx.Deadline()
 		if !ok {
-			return internalTimeout
+			return InternalTimeout
 		}
 		if dl.After(latest) {
 			latest = dl
 		}
 	}
-	return min(max(time.Until(latest), time.Millisecond), internalTimeout)
+	return min(max(time.Until(latest), time.Millisecond), InternalTimeout)
 }
 
 // commit sends one Raft entry for batch and hands every waiter its result.
@@ -168,7 +168,7 @@ func (b *batcher) commit(batch []*pendingApply) {
 	f := b.g.raft.Apply(data, enqueueTimeout(batch))
 	var out []applyOutcome
 	if err := f.Error(); err != nil {
-		err = raftErr(err)
+		err = FromRaft(err)
 		for range batch {
 			out = append(out, applyOutcome{err: err})
 		}

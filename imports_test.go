@@ -65,6 +65,10 @@ func TestImportRules(t *testing.T) {
 		t.Fatalf("go list found only %d packages: %v", len(deps), deps)
 	}
 
+	// The chaos suite tests kvnode from outside, through HTTP and its
+	// processes: none of its packages may reach the server's.
+	server := []string{module + "/store", module + "/fsm", module + "/rest", module + "/cluster", module + "/node",
+		module + "/oql", module + "/index", module + "/function", module + "/auth", raftPkg, memberlistPkg, echoPkg}
 	forbidden := map[string][]string{
 		"fsm":             {module + "/store", module + "/rest", module + "/cluster", echoPkg},
 		"store":           {module + "/rest", echoPkg},
@@ -78,6 +82,10 @@ func TestImportRules(t *testing.T) {
 		"store/placement": {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/transport": {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
+		"chaos":           server,
+		// The model states what the REST API promises, whatever serves it,
+		// and is pure: no network, no processes.
+		"chaos/model": {module, "net", "os/exec"},
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/kvnode/kvnode/chaos/model"
 )
 
 // RegionSpec is a region a run loads.
@@ -432,14 +433,14 @@ func Execute(cfg RunConfig) Report {
 	values := &atomic.Int64{}
 	type regionRun struct {
 		spec   RegionSpec
-		hist   *History
+		hist   *model.History
 		wl     *Workload
 		ledger *Ledger
 		prober *Prober
 	}
 	var runs []*regionRun
 	for _, spec := range cfg.Regions {
-		h := NewHistoryAt(r.start)
+		h := model.NewHistoryAt(r.start)
 		runs = append(runs, &regionRun{
 			spec:   spec,
 			hist:   h,
@@ -502,7 +503,7 @@ func waitLeaders(b Backend) (Leaders, error) {
 
 // finish reads every key through every member into the history, checks
 // it, and checks the ledger and the replicas.
-func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, ledger *Ledger) RegionReport {
+func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *model.History, wl *Workload, ledger *Ledger) RegionReport {
 	rr := RegionReport{Region: spec.Name}
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
@@ -512,7 +513,7 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, l
 	for k, key := range wl.KeyNames() {
 		for m := range r.B.Size() {
 			for attempt := 0; ; attempt++ {
-				op, sent := wl.Do(ctx, hc, m, Input{Kind: Get, Key: key})
+				op, sent := wl.Do(ctx, hc, m, model.Input{Kind: model.Get, Key: key})
 				op.Client = 1_000_000 + k*r.B.Size() + m
 				if sent {
 					h.Add(op)
@@ -547,7 +548,7 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, l
 	}
 
 	checkStart := time.Now()
-	v := Check(ops, 3*time.Minute)
+	v := model.Check(ops, 3*time.Minute)
 	rr.CheckTime = time.Since(checkStart)
 	switch v.Result {
 	case porcupine.Ok:
@@ -623,7 +624,7 @@ func staleGet(ctx context.Context, hc *http.Client, base, region, key string) (i
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusNotFound:
-		return Absent, nil
+		return model.Absent, nil
 	case http.StatusOK:
 		b, err := io.ReadAll(resp.Body)
 		if err != nil {

@@ -17,15 +17,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvnode/kvnode/chaos/model"
 	"github.com/kvnode/kvnode/partition"
 )
 
 // Workload is concurrent clients doing single- and multi-key operations
 // and queries on a few families of keys of one region, each operation
 // through a member chosen at random, every one recorded in History. A
-// family's keys are in one Raft group (FamilyOf; on a partitioned region
-// family f is placed in partition group 1 + f mod Groups), which is what
-// the model's per-family check needs.
+// family's keys are in one Raft group (model.FamilyOf; on a partitioned
+// region family f is placed in partition group 1 + f mod Groups), which
+// is what the model's per-family check needs.
 type Workload struct {
 	Region string
 	// Families of FamilySize keys each; 8 and 2 when zero. Porcupine's
@@ -44,7 +45,7 @@ type Workload struct {
 	Timeout     time.Duration // a client gives up on a request after this; 3s when zero
 	// URLs are the members' REST base URLs; Names their node names.
 	URLs, Names []string
-	History     *History
+	History     *model.History
 	// Values hands out written values, unique across workloads sharing it.
 	Values *atomic.Int64
 	// StaleReads makes GETs and queries read a member's own replica
@@ -73,8 +74,8 @@ type WorkloadStats struct {
 // the conditional forms, with enough deletes that put-if-absent and the
 // 400 forms of REPLACE and CAS happen; a third are multi-key requests and
 // queries.
-var opWeights = [...]int{Get: 20, Put: 13, PutIfAbsent: 10, Replace: 7, CAS: 12, Delete: 5,
-	MultiGet: 7, MultiPut: 7, MultiReplace: 4, MultiCAS: 6, MultiDelete: 3, Query: 6}
+var opWeights = [...]int{model.Get: 20, model.Put: 13, model.PutIfAbsent: 10, model.Replace: 7, model.CAS: 12, model.Delete: 5,
+	model.MultiGet: 7, model.MultiPut: 7, model.MultiReplace: 4, model.MultiCAS: 6, model.MultiDelete: 3, model.Query: 6}
 
 // families are the workload's keys, family by family: "f<family>-<key>",
 // and on a partitioned region "-<n>" with the first n that puts the key in
@@ -170,7 +171,7 @@ func (w *Workload) client(ctx context.Context, c int) {
 		w.Stats.Attempts.Add(1)
 		for try := 0; try < len(w.URLs) && !sent; try++ {
 			// The run's end stops new operations, not those in flight.
-			var op Op
+			var op model.Op
 			op, sent = w.Do(context.WithoutCancel(ctx), hc, (first+try)%len(w.URLs), in)
 			if sent {
 				op.Client = id
@@ -191,9 +192,9 @@ func (w *Workload) client(ctx context.Context, c int) {
 }
 
 // nextInput picks an operation.
-func (w *Workload) nextInput(rng *rand.Rand) Input {
+func (w *Workload) nextInput(rng *rand.Rand) model.Input {
 	fams := w.families()
-	var in Input
+	var in model.Input
 	total := 0
 	for _, wt := range opWeights {
 		total += wt
@@ -201,7 +202,7 @@ func (w *Workload) nextInput(rng *rand.Rand) Input {
 	r := rng.IntN(total)
 	for k, wt := range opWeights {
 		if r < wt {
-			in.Kind = Kind(k)
+			in.Kind = model.Kind(k)
 			break
 		}
 		r -= wt
@@ -210,23 +211,23 @@ func (w *Workload) nextInput(rng *rand.Rand) Input {
 		f := fams[rng.IntN(len(fams))]
 		in.Key = f[rng.IntN(len(f))]
 	} else {
-		in.Keys = w.pickKeys(rng, in.Kind == Query)
+		in.Keys = w.pickKeys(rng, in.Kind == model.Query)
 		in.OneGroup = w.oneGroup(in.Keys)
 	}
 	switch in.Kind {
-	case Put, PutIfAbsent, Replace:
+	case model.Put, model.PutIfAbsent, model.Replace:
 		in.Value = w.Values.Add(1)
-	case CAS:
+	case model.CAS:
 		in.Value = w.Values.Add(1)
 		in.Old = w.expected(rng, in.Key)
 		if rng.IntN(5) == 0 {
 			in.Old = w.unlikely(rng)
 		}
-	case MultiPut, MultiReplace, MultiCAS:
+	case model.MultiPut, model.MultiReplace, model.MultiCAS:
 		for range in.Keys {
 			in.Values = append(in.Values, w.Values.Add(1))
 		}
-		if in.Kind == MultiCAS {
+		if in.Kind == model.MultiCAS {
 			for _, k := range in.Keys {
 				in.Olds = append(in.Olds, w.expected(rng, k))
 			}
@@ -272,7 +273,7 @@ func (w *Workload) expected(rng *rand.Rand, key string) int64 {
 	w.seenMu.Lock()
 	v := w.seen[key]
 	w.seenMu.Unlock()
-	if v == Absent {
+	if v == model.Absent {
 		return w.unlikely(rng)
 	}
 	return v
@@ -285,38 +286,38 @@ func (w *Workload) unlikely(rng *rand.Rand) int64 {
 // Do performs one operation through member m. sent is false when the
 // request certainly never reached kvnode (the connection was refused):
 // such an operation did not happen and is not part of the history.
-func (w *Workload) Do(ctx context.Context, hc *http.Client, m int, in Input) (op Op, sent bool) {
-	op = Op{Input: in, Member: w.Names[m], Call: w.History.Now()}
+func (w *Workload) Do(ctx context.Context, hc *http.Client, m int, in model.Input) (op model.Op, sent bool) {
+	op = model.Op{Input: in, Member: w.Names[m], Call: w.History.Now()}
 	status, body, err := w.request(ctx, hc, w.URLs[m], in)
 	op.Return = w.History.Now()
 	if err != nil {
 		if isRefused(err) {
 			return op, false
 		}
-		op.Output = Output{Unknown: true}
+		op.Output = model.Output{Unknown: true}
 		op.Error = err.Error()
 		return op, true
 	}
 	if status >= 500 {
-		op.Output = Output{Unknown: true}
+		op.Output = model.Output{Unknown: true}
 		op.Error = fmt.Sprintf("%d %s", status, body)
 		return op, true
 	}
-	op.Output = Output{Status: status}
+	op.Output = model.Output{Status: status}
 	var perr error
 	switch {
-	case (in.Kind == Get && status == 200) || status == 409:
+	case (in.Kind == model.Get && status == 200) || status == 409:
 		op.Output.Value, perr = parseValue(body)
 		key := in.Key
-		if in.Kind == MultiCAS {
+		if in.Kind == model.MultiCAS {
 			key = "" // the 409 names the key in Location; CAS olds come from reads
 		}
 		if key != "" {
 			w.observe(key, op.Output.Value)
 		}
-	case in.Kind == MultiGet && status == 200:
+	case in.Kind == model.MultiGet && status == 200:
 		op.Output.Values, perr = parseMultiGet(body, w.Region, len(in.Keys))
-	case in.Kind == Query && status == 200:
+	case in.Kind == model.Query && status == 200:
 		op.Output.Values, perr = parseQueryRows(body, in.Keys)
 	}
 	if perr != nil {
@@ -326,15 +327,15 @@ func (w *Workload) Do(ctx context.Context, hc *http.Client, m int, in Input) (op
 		op.Error = perr.Error()
 	}
 	for i, v := range op.Output.Values {
-		if v != Absent {
+		if v != model.Absent {
 			w.observe(in.Keys[i], v)
 		}
 	}
 	if status == 200 || status == 201 {
 		switch in.Kind {
-		case Put, PutIfAbsent, Replace, CAS:
+		case model.Put, model.PutIfAbsent, model.Replace, model.CAS:
 			w.observe(in.Key, in.Value)
-		case MultiPut, MultiReplace, MultiCAS:
+		case model.MultiPut, model.MultiReplace, model.MultiCAS:
 			for i, k := range in.Keys {
 				w.observe(k, in.Values[i])
 			}
@@ -350,7 +351,7 @@ func (w *Workload) observe(key string, v int64) {
 }
 
 // request sends in as its REST form and returns the status and body.
-func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in Input) (int, []byte, error) {
+func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in model.Input) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
 	path := base + "/kv/v1/" + w.Region
@@ -362,41 +363,41 @@ func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in
 	var method string
 	var body []byte
 	switch in.Kind {
-	case Get:
+	case model.Get:
 		method, path = http.MethodGet, path+"/"+in.Key
 		if w.StaleReads {
 			path += "?consistency=stale"
 		}
-	case Put:
+	case model.Put:
 		method, path, body = http.MethodPut, path+"/"+in.Key, valueJSON(in.Value)
-	case PutIfAbsent:
+	case model.PutIfAbsent:
 		method, path, body = http.MethodPost, path+"?key="+in.Key, valueJSON(in.Value)
-	case Replace:
+	case model.Replace:
 		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=REPLACE", valueJSON(in.Value)
-	case CAS:
+	case model.CAS:
 		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=CAS", casJSON(in.Old, in.Value)
-	case Delete:
+	case model.Delete:
 		method, path = http.MethodDelete, path+"/"+in.Key
-	case MultiGet:
+	case model.MultiGet:
 		method, path = http.MethodGet, multi+"?ignoreMissingKey=true"+stale
-	case MultiPut, MultiReplace:
+	case model.MultiPut, model.MultiReplace:
 		elems := make([][]byte, len(in.Keys))
 		for i := range in.Keys {
 			elems[i] = valueJSON(in.Values[i])
 		}
 		method, path, body = http.MethodPut, multi, jsonArray(elems)
-		if in.Kind == MultiReplace {
+		if in.Kind == model.MultiReplace {
 			path += "?op=REPLACE"
 		}
-	case MultiCAS:
+	case model.MultiCAS:
 		elems := make([][]byte, len(in.Keys))
 		for i := range in.Keys {
 			elems[i] = casJSON(in.Olds[i], in.Values[i])
 		}
 		method, path, body = http.MethodPut, multi+"?op=CAS", jsonArray(elems)
-	case MultiDelete:
+	case model.MultiDelete:
 		method, path = http.MethodDelete, multi
-	case Query:
+	case model.Query:
 		method, path = http.MethodGet, base+"/kv/v1/queries/adhoc?q="+url.QueryEscape(queryText(w.Region, in.Keys))+stale
 	}
 	var rd io.Reader
@@ -467,8 +468,8 @@ func parseMultiGet(b []byte, region string, n int) ([]int64, error) {
 }
 
 // parseQueryRows reads a query's rows into the value of each of keys
-// (Absent where no row names it); a row for another key, or a key named
-// twice, is an error.
+// (model.Absent where no row names it); a row for another key, or a key
+// named twice, is an error.
 func parseQueryRows(b []byte, keys []string) ([]int64, error) {
 	var rows []struct {
 		K *string `json:"k"`

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kvnode/kvnode/chaos/model"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -26,8 +27,8 @@ func TestFamiliesLandInOneGroup(t *testing.T) {
 			if got, want := partition.GroupForKey(k, 3), uint64(1+f%3); got != want {
 				t.Errorf("key %s of family %d in group %d, want %d", k, f, got, want)
 			}
-			if FamilyOf(k) != FamilyOf(keys[0]) {
-				t.Errorf("key %s not named after its family %s", k, FamilyOf(keys[0]))
+			if model.FamilyOf(k) != model.FamilyOf(keys[0]) {
+				t.Errorf("key %s not named after its family %s", k, model.FamilyOf(keys[0]))
 			}
 		}
 	}
@@ -52,12 +53,12 @@ func TestMultiKeyInputs(t *testing.T) {
 			continue
 		}
 		sorted := slices.Sorted(slices.Values(in.Keys))
-		if len(slices.Compact(sorted)) != len(in.Keys) || (in.Kind != Query && len(in.Keys) < 2) {
+		if len(slices.Compact(sorted)) != len(in.Keys) || (in.Kind != model.Query && len(in.Keys) < 2) {
 			t.Fatalf("%v: keys %v", in.Kind, in.Keys)
 		}
 		switch in.Kind {
-		case MultiPut, MultiReplace, MultiCAS:
-			if len(in.Values) != len(in.Keys) || (in.Kind == MultiCAS) != (len(in.Olds) == len(in.Keys)) {
+		case model.MultiPut, model.MultiReplace, model.MultiCAS:
+			if len(in.Values) != len(in.Keys) || (in.Kind == model.MultiCAS) != (len(in.Olds) == len(in.Keys)) {
 				t.Fatalf("%v: %d keys, values %v, olds %v", in.Kind, len(in.Keys), in.Values, in.Olds)
 			}
 		}
@@ -75,7 +76,7 @@ func TestMultiKeyInputs(t *testing.T) {
 
 func TestParseAnswers(t *testing.T) {
 	vals, err := parseMultiGet([]byte(`{"r":[{"v":3},null]}`), "r", 2)
-	if err != nil || !slices.Equal(vals, []int64{3, Absent}) {
+	if err != nil || !slices.Equal(vals, []int64{3, model.Absent}) {
 		t.Errorf("multi-get: %v, %v", vals, err)
 	}
 	if _, err := parseMultiGet([]byte(`{"r":[{"v":3}]}`), "r", 2); err == nil {
@@ -83,7 +84,7 @@ func TestParseAnswers(t *testing.T) {
 	}
 	keys := []string{"a-1", "a-2", "a-3"}
 	vals, err = parseQueryRows([]byte(`[{"k":"a-3","v":7},{"k":"a-1","v":5}]`), keys)
-	if err != nil || !slices.Equal(vals, []int64{5, Absent, 7}) {
+	if err != nil || !slices.Equal(vals, []int64{5, model.Absent, 7}) {
 		t.Errorf("query rows: %v, %v", vals, err)
 	}
 	for _, bad := range []string{`[{"k":"b-1","v":1}]`, `[{"k":"a-1","v":1},{"k":"a-1","v":2}]`, `[{"k":"a-1"}]`, `{}`} {

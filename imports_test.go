@@ -86,6 +86,8 @@ func TestImportRules(t *testing.T) {
 		// The model states what the REST API promises, whatever serves it,
 		// and is pure: no network, no processes.
 		"chaos/model": {module, "net", "os/exec"},
+		// The link proxies know members by index and IP, nothing more.
+		"chaos/netproxy": {module},
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)

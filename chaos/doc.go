@@ -13,8 +13,9 @@
 //     checked.
 //   - workload.go, ledger.go, probe.go: the clients, the ledger writer, and
 //     the per-member probes that measure failover.
-//   - net.go: the link proxies of the process backend (blackhole, reset,
-//     delay, per direction of a link between two members).
+//   - netproxy/ (package netproxy): the link proxies of the process
+//     backend (blackhole, reset, delay, per direction of a link between
+//     two members).
 //   - backend.go, proc.go, compose.go: one interface over kvnode processes on
 //     127.0.0.0/8 and over the docker-compose cluster.
 //   - powerfs/, power.go: the FUSE file system under each process member's

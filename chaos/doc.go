@@ -16,11 +16,11 @@
 //   - netproxy/ (package netproxy): the link proxies of the process
 //     backend (blackhole, reset, delay, per direction of a link between
 //     two members).
-//   - backend.go, proc.go, compose.go: one interface over kvnode processes on
-//     127.0.0.0/8 and over the docker-compose cluster.
-//   - powerfs/, power.go: the FUSE file system under each process member's
-//     data that loses, on a power cut, what was not fsynced, and the
-//     power-loss nemeses.
+//   - backend/ (package backend): one interface (backend.Cluster) over
+//     kvnode processes on 127.0.0.0/8 and over the docker-compose cluster.
+//   - powerfs/ (package powerfs), power.go: the FUSE file system under
+//     each process member's data that loses, on a power cut, what was not
+//     fsynced, and the power-loss nemeses.
 //   - run.go, scenarios.go, report.go: a run of one scenario, the nemeses,
 //     and the reports and docs/chaos.md tables.
 //

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kvnode/kvnode/chaos/backend"
 )
 
 // Ledger writes keys that are never touched again (L1, L2, ...) one after
@@ -70,7 +72,7 @@ type LedgerResult struct {
 // Check waits (up to 30s) until every member's own replica holds every
 // acknowledged key with its value, and also reads them linearizably
 // through every member.
-func (l *Ledger) Check(ctx context.Context, b Backend) LedgerResult {
+func (l *Ledger) Check(ctx context.Context, b backend.Cluster) LedgerResult {
 	l.mu.Lock()
 	acked := append([]int64(nil), l.acked...)
 	l.mu.Unlock()

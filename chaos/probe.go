@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvnode/kvnode/chaos/backend"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -19,7 +20,7 @@ import (
 // the groups the faulty member led. The workload cannot tell this: its
 // clients pick members at random and soon all wait on a frozen one.
 type Prober struct {
-	Region  RegionSpec
+	Region  backend.RegionSpec
 	URLs    []string
 	Names   []string
 	P       int // partition groups

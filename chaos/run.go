@@ -16,14 +16,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/kvnode/kvnode/chaos/backend"
 	"github.com/kvnode/kvnode/chaos/model"
 )
-
-// RegionSpec is a region a run loads.
-type RegionSpec struct {
-	Name        string
-	Partitioned bool
-}
 
 // Scenario is a named nemesis: it injects faults until ctx ends and leaves
 // undoing them to the run (Run.Restore), though it should undo its own.
@@ -33,16 +28,16 @@ type Scenario struct {
 	Doc     string
 	Nemesis func(ctx context.Context, r *Run)
 	// NeedsLinkFaults: the scenario cuts single directions of links, which
-	// only some backends can (Backend.LinkFaults).
+	// only some backends can (backend.Cluster.LinkFaults).
 	NeedsLinkFaults bool
 	// NeedsPowerFaults: the scenario cuts members' power, which only the
-	// process backend can (Backend.PowerFaults).
+	// process backend can (backend.Cluster.PowerFaults).
 	NeedsPowerFaults bool
 }
 
 // RunConfig is one run of one scenario.
 type RunConfig struct {
-	Backend  Backend
+	Backend  backend.Cluster
 	Backends string // the backend's name, for the report
 	// Concurrent counts the chaos clusters on the host during the run,
 	// this one included (0 or 1: alone). Runs that shared the CPUs are
@@ -50,7 +45,7 @@ type RunConfig struct {
 	Concurrent int
 	Scenario   Scenario
 	Duration   time.Duration
-	Regions    []RegionSpec
+	Regions    []backend.RegionSpec
 	Clients    int // per region
 	ResultsDir string
 	Logf       func(format string, args ...any)
@@ -131,7 +126,7 @@ func (r Report) OK() bool {
 
 // Run is a run in progress, as the nemesis sees it.
 type Run struct {
-	B     Backend
+	B     backend.Cluster
 	start time.Time
 	rng   *rand.Rand
 	logf  func(format string, args ...any)
@@ -367,7 +362,7 @@ func (r *Run) Slow(ctx context.Context, i int, ms int) error {
 // when the backend cannot cut single directions.
 func (r *Run) linkFault(ctx context.Context, kind string, i int, fault func(from, to int) error) error {
 	if !r.B.LinkFaults() {
-		return ErrUnsupported
+		return backend.ErrUnsupported
 	}
 	r.inject(ctx, kind, i, func(i int) error {
 		for j := range r.B.Size() {
@@ -432,7 +427,7 @@ func Execute(cfg RunConfig) Report {
 
 	values := &atomic.Int64{}
 	type regionRun struct {
-		spec   RegionSpec
+		spec   backend.RegionSpec
 		hist   *model.History
 		wl     *Workload
 		ledger *Ledger
@@ -489,7 +484,7 @@ func Execute(cfg RunConfig) Report {
 
 // waitLeaders waits up to 30s until some member names a leader for every
 // group (a member is ready before it knows every partition group's leader).
-func waitLeaders(b Backend) (Leaders, error) {
+func waitLeaders(b backend.Cluster) (Leaders, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
@@ -503,7 +498,7 @@ func waitLeaders(b Backend) (Leaders, error) {
 
 // finish reads every key through every member into the history, checks
 // it, and checks the ledger and the replicas.
-func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *model.History, wl *Workload, ledger *Ledger) RegionReport {
+func (r *Run) finish(cfg RunConfig, spec backend.RegionSpec, h *model.History, wl *Workload, ledger *Ledger) RegionReport {
 	rr := RegionReport{Region: spec.Name}
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
@@ -582,7 +577,7 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *model.History, wl *Workl
 // checkReplicas waits until every member's own copy (a stale read) of
 // every key holds the value the final linearizable reads saw, and returns
 // how many keys still disagree after a while.
-func checkReplicas(ctx context.Context, b Backend, region string, final map[string]int64, fail func(string, ...any)) int {
+func checkReplicas(ctx context.Context, b backend.Cluster, region string, final map[string]int64, fail func(string, ...any)) int {
 	hc := &http.Client{Timeout: 3 * time.Second}
 	keys := make([]string, 0, len(final))
 	for k := range final {

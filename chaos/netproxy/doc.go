@@ -17,7 +17,7 @@
 // cluster or a test run in it, that its own tests exercise on loopback in
 // a second. It knows members only by index and IP. It uses the standard
 // library alone and must not import anything of kvnode or of the rest of
-// the chaos suite (imports_test.go checks the first): the chaos suite's
-// process backend builds its clusters on it, not the other way round. No
+// the chaos suite (imports_test.go checks the first): the process backend
+// (chaos/backend) builds its clusters on it, not the other way round. No
 // build tag.
 package netproxy

@@ -1,4 +1,4 @@
-package chaos
+package backend
 
 import (
 	"context"
@@ -191,7 +191,7 @@ func (pc *ProcCluster) Size() int         { return len(pc.members) }
 func (pc *ProcCluster) Name(i int) string { return pc.members[i].name }
 func (pc *ProcCluster) URL(i int) string  { return "http://" + pc.members[i].http }
 
-// Net is the proxies' fault table, for faults the Backend methods do not
+// Net is the proxies' fault table, for faults the Cluster methods do not
 // name.
 func (pc *ProcCluster) Net() *netproxy.Net { return pc.net }
 

@@ -91,6 +91,8 @@ func TestImportRules(t *testing.T) {
 		// The backends start, fault and stop clusters; what a run checks
 		// is not theirs.
 		"chaos/backend": append([]string{module + "/chaos/model"}, server...),
+		// The clients reach members by URL; what runs them is not theirs.
+		"chaos/workload": append([]string{module + "/chaos/backend", module + "/chaos/netproxy", module + "/chaos/powerfs"}, server...),
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)

@@ -11,8 +11,11 @@
 //     check and what is saved when it fails (the history and porcupine's
 //     HTML); its doc.go says how families and indeterminate outcomes are
 //     checked.
-//   - workload.go, ledger.go, probe.go: the clients, the ledger writer, and
-//     the per-member probes that measure failover.
+//   - workload/ (package workload): the clients whose operations are
+//     recorded and checked, the REST form of each, and the ledger writer.
+//   - probe.go, cluster.go: the per-member probes that measure failover,
+//     and who leads what, read from the management views, for the
+//     nemeses to aim at.
 //   - netproxy/ (package netproxy): the link proxies of the process
 //     backend (blackhole, reset, delay, per direction of a link between
 //     two members).

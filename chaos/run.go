@@ -18,6 +18,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/kvnode/kvnode/chaos/backend"
 	"github.com/kvnode/kvnode/chaos/model"
+	"github.com/kvnode/kvnode/chaos/workload"
 )
 
 // Scenario is a named nemesis: it injects faults until ctx ends and leaves
@@ -50,7 +51,8 @@ type RunConfig struct {
 	ResultsDir string
 	Logf       func(format string, args ...any)
 	Seed       uint64
-	// StaleReads: see Workload.StaleReads. Only to check the checker.
+	// StaleReads: see workload.Clients.StaleReads. Only to check the
+	// checker.
 	StaleReads bool
 }
 
@@ -429,8 +431,8 @@ func Execute(cfg RunConfig) Report {
 	type regionRun struct {
 		spec   backend.RegionSpec
 		hist   *model.History
-		wl     *Workload
-		ledger *Ledger
+		wl     *workload.Clients
+		ledger *workload.Ledger
 		prober *Prober
 	}
 	var runs []*regionRun
@@ -439,8 +441,8 @@ func Execute(cfg RunConfig) Report {
 		runs = append(runs, &regionRun{
 			spec:   spec,
 			hist:   h,
-			wl:     &Workload{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Clients: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
-			ledger: &Ledger{Region: spec.Name, URLs: urls},
+			wl:     &workload.Clients{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Concurrency: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
+			ledger: &workload.Ledger{Region: spec.Name, URLs: urls, Names: names},
 			prober: &Prober{Region: spec, URLs: urls, Names: names, P: before.P, Clock: r.start},
 		})
 	}
@@ -498,7 +500,7 @@ func waitLeaders(b backend.Cluster) (Leaders, error) {
 
 // finish reads every key through every member into the history, checks
 // it, and checks the ledger and the replicas.
-func (r *Run) finish(cfg RunConfig, spec backend.RegionSpec, h *model.History, wl *Workload, ledger *Ledger) RegionReport {
+func (r *Run) finish(cfg RunConfig, spec backend.RegionSpec, h *model.History, wl *workload.Clients, ledger *workload.Ledger) RegionReport {
 	rr := RegionReport{Region: spec.Name}
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
@@ -565,7 +567,7 @@ func (r *Run) finish(cfg RunConfig, spec backend.RegionSpec, h *model.History, w
 
 	ctx, cancel = context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lr := ledger.Check(ctx, r.B)
+	lr := ledger.Check(ctx)
 	rr.LedgerAcked, rr.LedgerLost = lr.Acked, lr.Lost
 	for _, msg := range lr.Problems {
 		r.fail("%s ledger: %s", spec.Name, msg)
@@ -625,7 +627,7 @@ func staleGet(ctx context.Context, hc *http.Client, base, region, key string) (i
 		if err != nil {
 			return 0, err
 		}
-		return parseValue(b)
+		return workload.ParseValue(b)
 	}
 	return 0, errors.New(resp.Status)
 }

@@ -1,4 +1,4 @@
-package chaos
+package workload
 
 import (
 	"math/rand/v2"
@@ -14,7 +14,7 @@ import (
 // are in one partition group (what the per-family model needs), families
 // are spread over the groups, and oneGroup tells requests that span groups.
 func TestFamiliesLandInOneGroup(t *testing.T) {
-	w := &Workload{Partitioned: true, Groups: 3}
+	w := &Clients{Partitioned: true, Groups: 3}
 	fams := w.families()
 	if len(fams) != 8 {
 		t.Fatalf("%d families, want 8", len(fams))
@@ -35,7 +35,7 @@ func TestFamiliesLandInOneGroup(t *testing.T) {
 	if !w.oneGroup([]string{fams[0][0], fams[3][1]}) || w.oneGroup([]string{fams[0][0], fams[1][0]}) {
 		t.Errorf("oneGroup: families 0 and 3 share group 1, families 0 and 1 do not")
 	}
-	r := &Workload{}
+	r := &Clients{}
 	if !r.oneGroup([]string{r.families()[0][0], r.families()[1][0]}) {
 		t.Errorf("a replicated region is one group")
 	}
@@ -44,7 +44,7 @@ func TestFamiliesLandInOneGroup(t *testing.T) {
 // TestMultiKeyInputs: multi-key requests name distinct keys with a value
 // (and an expected value for CAS) each, at least two for a write.
 func TestMultiKeyInputs(t *testing.T) {
-	w := &Workload{Partitioned: true, Groups: 3, Values: &atomic.Int64{}, seen: map[string]int64{}}
+	w := &Clients{Partitioned: true, Groups: 3, Values: &atomic.Int64{}, seen: map[string]int64{}}
 	rng := rand.New(rand.NewPCG(1, 2))
 	spans := 0
 	for range 2000 {

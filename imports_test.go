@@ -88,6 +88,8 @@ func TestImportRules(t *testing.T) {
 		"chaos/model": {module, "net", "os/exec"},
 		// The link proxies know members by index and IP, nothing more.
 		"chaos/netproxy": {module},
+		// A file system that loses what was not fsynced, for any program.
+		"chaos/powerfs": {module},
 		// The backends start, fault and stop clusters; what a run checks
 		// is not theirs.
 		"chaos/backend": append([]string{module + "/chaos/model"}, server...),

@@ -69,6 +69,10 @@ func TestImportRules(t *testing.T) {
 		t.Fatalf("go list found only %d packages: %v", len(deps), deps)
 	}
 
+	// The chaos suite tests kvnode from outside, through HTTP and its
+	// processes: none of its packages may reach the server's.
+	server := []string{module + "/store", module + "/fsm", module + "/rest", module + "/cluster", module + "/node",
+		module + "/oql", module + "/index", module + "/function", module + "/auth", raftPkg, memberlistPkg, echoPkg}
 	forbidden := map[string][]string{
 		"fsm":             {module + "/store", module + "/rest", module + "/cluster", echoPkg},
 		"store":           {module + "/rest", echoPkg},
@@ -83,6 +87,19 @@ func TestImportRules(t *testing.T) {
 		"store/transport": {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
+		"chaos":           server,
+		// The model states what the REST API promises, whatever serves it,
+		// and is pure: no network, no processes.
+		"chaos/model": {module, "net", "os/exec"},
+		// The link proxies know members by index and IP, nothing more.
+		"chaos/netproxy": {module},
+		// A file system that loses what was not fsynced, for any program.
+		"chaos/powerfs": {module},
+		// The backends start, fault and stop clusters; what a run checks
+		// is not theirs.
+		"chaos/backend": append([]string{module + "/chaos/model"}, server...),
+		// The clients reach members by URL; what runs them is not theirs.
+		"chaos/workload": append([]string{module + "/chaos/backend", module + "/chaos/netproxy", module + "/chaos/powerfs"}, server...),
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)

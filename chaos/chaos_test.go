@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/chaos/backend"
 	"github.com/kvnode/kvnode/internal/ports"
 )
 
@@ -34,7 +35,7 @@ var (
 )
 
 // chaosRegions are loaded in every run: one of each kind.
-var chaosRegions = []RegionSpec{{Name: "chaosr"}, {Name: "chaosp", Partitioned: true}}
+var chaosRegions = []backend.RegionSpec{{Name: "chaosr"}, {Name: "chaosp", Partitioned: true}}
 
 func kvnodeFlags() []string {
 	return []string{"--regions", "chaosr:REPLICATE,chaosp:PARTITION", "--partition-groups", "3", "--log-level", "info"}
@@ -67,7 +68,7 @@ func TestChaos(t *testing.T) {
 			scenarios = append(scenarios, s)
 		}
 	}
-	bin, err := BuildKvnode(t.Context(), t.TempDir())
+	bin, err := backend.BuildKvnode(t.Context(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func writeDoc(t *testing.T, runlog string) {
 
 func runScenario(t *testing.T, bin, image string, sc Scenario) Report {
 	dir := t.TempDir()
-	var b Backend
+	var b backend.Cluster
 	switch *flagBackend {
 	case "proc":
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -138,7 +139,7 @@ func runScenario(t *testing.T, bin, image string, sc Scenario) Report {
 		if err != nil || !first.Is4() || !first.IsLoopback() {
 			t.Fatalf("-chaos.first-ip %q: want an IPv4 address in 127.0.0.0/8", *flagFirstIP)
 		}
-		pc, err := StartProcCluster(ctx, ProcConfig{Binary: bin, Dir: dir, Flags: kvnodeFlags(), FirstIP: first, PowerFS: true})
+		pc, err := backend.StartProcCluster(ctx, backend.ProcConfig{Binary: bin, Dir: dir, Flags: kvnodeFlags(), FirstIP: first, PowerFS: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func runScenario(t *testing.T, bin, image string, sc Scenario) Report {
 	case "compose":
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 		defer cancel()
-		cc, err := StartCompose(ctx, ComposeConfig{
+		cc, err := backend.StartCompose(ctx, backend.ComposeConfig{
 			Root:    repoRoot(),
 			Project: fmt.Sprintf("kvchaos%d", os.Getpid()),
 			Image:   image,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/kvnode/kvnode/chaos/backend"
 )
 
 // Leaders is who leads what, as one member's management views tell.
@@ -43,7 +45,7 @@ func (l Leaders) TermSum() uint64 {
 
 // FetchLeaders asks the members in turn (skipping those down[i]) until
 // one answers both management views with every group led.
-func FetchLeaders(ctx context.Context, b Backend, down func(int) bool) (Leaders, error) {
+func FetchLeaders(ctx context.Context, b backend.Cluster, down func(int) bool) (Leaders, error) {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	var last error = fmt.Errorf("no member is up")
 	for i := range b.Size() {

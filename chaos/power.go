@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// PowerCut cuts the power of members at once (Backend.PowerCut): each is
-// recorded as a "power-loss" fault with what it led just before, so
-// failover is measured from the cut.
+// PowerCut cuts the power of members at once (backend.Cluster.PowerCut):
+// each is recorded as a "power-loss" fault with what it led just before,
+// so failover is measured from the cut.
 func (r *Run) PowerCut(ctx context.Context, members ...int) {
 	evs := make([]FaultEvent, len(members))
 	for k, i := range members {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvnode/kvnode/chaos/backend"
+	"github.com/kvnode/kvnode/chaos/workload"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -19,7 +21,7 @@ import (
 // the groups the faulty member led. The workload cannot tell this: its
 // clients pick members at random and soon all wait on a frozen one.
 type Prober struct {
-	Region  RegionSpec
+	Region  backend.RegionSpec
 	URLs    []string
 	Names   []string
 	P       int // partition groups
@@ -93,14 +95,14 @@ func (p *Prober) Run(ctx context.Context) {
 }
 
 func (p *Prober) write(ctx context.Context, hc *http.Client, base, key string, n int) (ok, refused bool) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/kv/v1/"+p.Region.Name+"/"+key, bytes.NewReader(valueJSON(int64(n+1))))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/kv/v1/"+p.Region.Name+"/"+key, bytes.NewReader(workload.ValueJSON(int64(n+1))))
 	if err != nil {
 		return false, false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, isRefused(err)
+		return false, workload.IsRefused(err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/chaos/backend"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -17,7 +18,7 @@ import (
 // count, and one never followed by such a write counts as no recovery.
 func TestFailoverFromProbes(t *testing.T) {
 	s := time.Second
-	p := &Prober{Region: RegionSpec{Name: "p", Partitioned: true}, P: 3}
+	p := &Prober{Region: backend.RegionSpec{Name: "p", Partitioned: true}, P: 3}
 	p.probe = []probeOp{
 		{member: "n2", group: 1, call: 9 * s / 10, ret: 2 * s, ok: true},        // begun before the fault
 		{member: "n1", group: 1, call: 11 * s / 10, ret: 12 * s / 10, ok: true}, // the faulty member itself
@@ -43,7 +44,7 @@ func TestFailoverFromProbes(t *testing.T) {
 	}
 
 	// The replicated region counts only the control group.
-	r := &Prober{Region: RegionSpec{Name: "r"}}
+	r := &Prober{Region: backend.RegionSpec{Name: "r"}}
 	r.probe = []probeOp{{member: "n1", group: 0, call: 6 * s, ret: 6*s + 500*time.Millisecond, ok: true}}
 	var rep RegionReport
 	r.Failover(&rep, faults)
@@ -60,7 +61,7 @@ func TestFailoverFromProbes(t *testing.T) {
 func TestFailoverEveryGroup(t *testing.T) {
 	s := time.Second
 	ms := time.Millisecond
-	p := &Prober{Region: RegionSpec{Name: "p", Partitioned: true}, P: 3}
+	p := &Prober{Region: backend.RegionSpec{Name: "p", Partitioned: true}, P: 3}
 	p.probe = []probeOp{
 		// Fault at 10 s on n1, which led groups 1 and 2.
 		{member: "n2", group: 1, call: 10*s + 100*ms, ret: 11 * s, ok: true},        // group 1 back after 1 s
@@ -116,7 +117,7 @@ func TestQuantile(t *testing.T) {
 // TestProbeKeysLandInTheirGroups: a partitioned region's probe keys are
 // in the group they are meant to measure.
 func TestProbeKeysLandInTheirGroups(t *testing.T) {
-	p := &Prober{Region: RegionSpec{Partitioned: true}, P: 5}
+	p := &Prober{Region: backend.RegionSpec{Partitioned: true}, P: 5}
 	seen := map[string]bool{}
 	for m := range 3 {
 		for g := uint64(1); g <= 5; g++ {

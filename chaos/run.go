@@ -16,13 +16,10 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/kvnode/kvnode/chaos/backend"
+	"github.com/kvnode/kvnode/chaos/model"
+	"github.com/kvnode/kvnode/chaos/workload"
 )
-
-// RegionSpec is a region a run loads.
-type RegionSpec struct {
-	Name        string
-	Partitioned bool
-}
 
 // Scenario is a named nemesis: it injects faults until ctx ends and leaves
 // undoing them to the run (Run.Restore), though it should undo its own.
@@ -32,16 +29,16 @@ type Scenario struct {
 	Doc     string
 	Nemesis func(ctx context.Context, r *Run)
 	// NeedsLinkFaults: the scenario cuts single directions of links, which
-	// only some backends can (Backend.LinkFaults).
+	// only some backends can (backend.Cluster.LinkFaults).
 	NeedsLinkFaults bool
 	// NeedsPowerFaults: the scenario cuts members' power, which only the
-	// process backend can (Backend.PowerFaults).
+	// process backend can (backend.Cluster.PowerFaults).
 	NeedsPowerFaults bool
 }
 
 // RunConfig is one run of one scenario.
 type RunConfig struct {
-	Backend  Backend
+	Backend  backend.Cluster
 	Backends string // the backend's name, for the report
 	// Concurrent counts the chaos clusters on the host during the run,
 	// this one included (0 or 1: alone). Runs that shared the CPUs are
@@ -49,12 +46,13 @@ type RunConfig struct {
 	Concurrent int
 	Scenario   Scenario
 	Duration   time.Duration
-	Regions    []RegionSpec
+	Regions    []backend.RegionSpec
 	Clients    int // per region
 	ResultsDir string
 	Logf       func(format string, args ...any)
 	Seed       uint64
-	// StaleReads: see Workload.StaleReads. Only to check the checker.
+	// StaleReads: see workload.Clients.StaleReads. Only to check the
+	// checker.
 	StaleReads bool
 }
 
@@ -130,7 +128,7 @@ func (r Report) OK() bool {
 
 // Run is a run in progress, as the nemesis sees it.
 type Run struct {
-	B     Backend
+	B     backend.Cluster
 	start time.Time
 	rng   *rand.Rand
 	logf  func(format string, args ...any)
@@ -366,7 +364,7 @@ func (r *Run) Slow(ctx context.Context, i int, ms int) error {
 // when the backend cannot cut single directions.
 func (r *Run) linkFault(ctx context.Context, kind string, i int, fault func(from, to int) error) error {
 	if !r.B.LinkFaults() {
-		return ErrUnsupported
+		return backend.ErrUnsupported
 	}
 	r.inject(ctx, kind, i, func(i int) error {
 		for j := range r.B.Size() {
@@ -431,20 +429,20 @@ func Execute(cfg RunConfig) Report {
 
 	values := &atomic.Int64{}
 	type regionRun struct {
-		spec   RegionSpec
-		hist   *History
-		wl     *Workload
-		ledger *Ledger
+		spec   backend.RegionSpec
+		hist   *model.History
+		wl     *workload.Clients
+		ledger *workload.Ledger
 		prober *Prober
 	}
 	var runs []*regionRun
 	for _, spec := range cfg.Regions {
-		h := NewHistoryAt(r.start)
+		h := model.NewHistoryAt(r.start)
 		runs = append(runs, &regionRun{
 			spec:   spec,
 			hist:   h,
-			wl:     &Workload{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Clients: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
-			ledger: &Ledger{Region: spec.Name, URLs: urls},
+			wl:     &workload.Clients{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Concurrency: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
+			ledger: &workload.Ledger{Region: spec.Name, URLs: urls, Names: names},
 			prober: &Prober{Region: spec, URLs: urls, Names: names, P: before.P, Clock: r.start},
 		})
 	}
@@ -488,7 +486,7 @@ func Execute(cfg RunConfig) Report {
 
 // waitLeaders waits up to 30s until some member names a leader for every
 // group (a member is ready before it knows every partition group's leader).
-func waitLeaders(b Backend) (Leaders, error) {
+func waitLeaders(b backend.Cluster) (Leaders, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
@@ -502,7 +500,7 @@ func waitLeaders(b Backend) (Leaders, error) {
 
 // finish reads every key through every member into the history, checks
 // it, and checks the ledger and the replicas.
-func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, ledger *Ledger) RegionReport {
+func (r *Run) finish(cfg RunConfig, spec backend.RegionSpec, h *model.History, wl *workload.Clients, ledger *workload.Ledger) RegionReport {
 	rr := RegionReport{Region: spec.Name}
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
@@ -512,7 +510,7 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, l
 	for k, key := range wl.KeyNames() {
 		for m := range r.B.Size() {
 			for attempt := 0; ; attempt++ {
-				op, sent := wl.Do(ctx, hc, m, Input{Kind: Get, Key: key})
+				op, sent := wl.Do(ctx, hc, m, model.Input{Kind: model.Get, Key: key})
 				op.Client = 1_000_000 + k*r.B.Size() + m
 				if sent {
 					h.Add(op)
@@ -547,7 +545,7 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, l
 	}
 
 	checkStart := time.Now()
-	v := Check(ops, 3*time.Minute)
+	v := model.Check(ops, 3*time.Minute)
 	rr.CheckTime = time.Since(checkStart)
 	switch v.Result {
 	case porcupine.Ok:
@@ -569,7 +567,7 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, l
 
 	ctx, cancel = context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lr := ledger.Check(ctx, r.B)
+	lr := ledger.Check(ctx)
 	rr.LedgerAcked, rr.LedgerLost = lr.Acked, lr.Lost
 	for _, msg := range lr.Problems {
 		r.fail("%s ledger: %s", spec.Name, msg)
@@ -581,7 +579,7 @@ func (r *Run) finish(cfg RunConfig, spec RegionSpec, h *History, wl *Workload, l
 // checkReplicas waits until every member's own copy (a stale read) of
 // every key holds the value the final linearizable reads saw, and returns
 // how many keys still disagree after a while.
-func checkReplicas(ctx context.Context, b Backend, region string, final map[string]int64, fail func(string, ...any)) int {
+func checkReplicas(ctx context.Context, b backend.Cluster, region string, final map[string]int64, fail func(string, ...any)) int {
 	hc := &http.Client{Timeout: 3 * time.Second}
 	keys := make([]string, 0, len(final))
 	for k := range final {
@@ -623,13 +621,13 @@ func staleGet(ctx context.Context, hc *http.Client, base, region, key string) (i
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusNotFound:
-		return Absent, nil
+		return model.Absent, nil
 	case http.StatusOK:
 		b, err := io.ReadAll(resp.Body)
 		if err != nil {
 			return 0, err
 		}
-		return parseValue(b)
+		return workload.ParseValue(b)
 	}
 	return 0, errors.New(resp.Status)
 }

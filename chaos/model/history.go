@@ -1,4 +1,4 @@
-package chaos
+package model
 
 import (
 	"encoding/json"
@@ -89,7 +89,7 @@ func Check(ops []Op, timeout time.Duration) Verdict {
 		hist = append(hist, partsOf(op, slots)...)
 	}
 	boundUnknown(hist)
-	res, info := porcupine.CheckOperationsVerbose(Model(), hist, timeout)
+	res, info := porcupine.CheckOperationsVerbose(Porcupine(), hist, timeout)
 	return Verdict{Result: res, Ops: len(ops), Unknown: unknown, info: info}
 }
 
@@ -162,7 +162,7 @@ func (v Verdict) Save(dir, name string, ops []Op) (historyPath, htmlPath string,
 		return "", "", fmt.Errorf("write history: %w", err)
 	}
 	htmlPath = filepath.Join(dir, name+".html")
-	if err := porcupine.VisualizePath(Model(), v.info, htmlPath); err != nil {
+	if err := porcupine.VisualizePath(Porcupine(), v.info, htmlPath); err != nil {
 		return historyPath, "", fmt.Errorf("write visualization: %w", err)
 	}
 	return historyPath, htmlPath, nil

@@ -1,4 +1,4 @@
-package chaos
+package netproxy
 
 import (
 	"bufio"
@@ -50,7 +50,7 @@ func newNetFixture(t *testing.T) *netFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { udp.Close() })
-	n := NewNet([]netip.Addr{netip.MustParseAddr("127.0.0.21"), netip.MustParseAddr("127.0.0.22")})
+	n := New([]netip.Addr{netip.MustParseAddr("127.0.0.21"), netip.MustParseAddr("127.0.0.22")})
 	t.Cleanup(n.Close)
 	proxy, err := n.Proxy(1, "127.0.0.22:0", echo.Addr().String(), true)
 	if err != nil {

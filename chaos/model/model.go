@@ -1,4 +1,4 @@
-package chaos
+package model
 
 import (
 	"fmt"
@@ -422,11 +422,13 @@ func familySlots(ops []Op) map[string]int {
 	return slots
 }
 
-// Model is the porcupine model of one region's families, checked family
-// by family. It is nondeterministic (a part whose effect is unknown leaves
-// two possible states), turned into porcupine's deterministic form by its
-// power-set construction; most steps leave one state.
-func Model() porcupine.Model {
+// Porcupine is the porcupine model of one region's families, checked
+// family by family (Check and Verdict.Save use it; it is exported for a
+// caller that drives porcupine itself). It is nondeterministic (a part
+// whose effect is unknown leaves two possible states), turned into
+// porcupine's deterministic form by its power-set construction; most
+// steps leave one state.
+func Porcupine() porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 			byFam := map[string][]porcupine.Operation{}

@@ -1,4 +1,4 @@
-package chaos
+package workload
 
 import (
 	"bytes"
@@ -21,7 +21,8 @@ import (
 // happened in between.
 type Ledger struct {
 	Region string
-	URLs   []string
+	// URLs are the members' REST base URLs; Names their node names.
+	URLs, Names []string
 
 	mu      sync.Mutex
 	acked   []int64
@@ -35,7 +36,7 @@ func (l *Ledger) Run(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for n := int64(1); ctx.Err() == nil; n++ {
 		base := l.URLs[rng.IntN(len(l.URLs))]
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, fmt.Sprintf("%s/kv/v1/%s/L%d", base, l.Region, n), bytes.NewReader(valueJSON(n)))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, fmt.Sprintf("%s/kv/v1/%s/L%d", base, l.Region, n), bytes.NewReader(ValueJSON(n)))
 		if err != nil {
 			return
 		}
@@ -70,7 +71,7 @@ type LedgerResult struct {
 // Check waits (up to 30s) until every member's own replica holds every
 // acknowledged key with its value, and also reads them linearizably
 // through every member.
-func (l *Ledger) Check(ctx context.Context, b Backend) LedgerResult {
+func (l *Ledger) Check(ctx context.Context) LedgerResult {
 	l.mu.Lock()
 	acked := append([]int64(nil), l.acked...)
 	l.mu.Unlock()
@@ -81,11 +82,11 @@ func (l *Ledger) Check(ctx context.Context, b Backend) LedgerResult {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	defer hc.CloseIdleConnections()
 	lost := map[int64]bool{}
-	for m := range b.Size() {
+	for m := range l.URLs {
 		for _, stale := range []bool{true, false} {
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				missing, err := l.missing(ctx, hc, b.URL(m), stale, acked)
+				missing, err := l.missing(ctx, hc, l.URLs[m], stale, acked)
 				if err == nil && len(missing) == 0 {
 					break
 				}
@@ -95,13 +96,13 @@ func (l *Ledger) Check(ctx context.Context, b Backend) LedgerResult {
 						kind = "own replica"
 					}
 					if err != nil {
-						res.Problems = append(res.Problems, fmt.Sprintf("%s (%s): %v", b.Name(m), kind, err))
+						res.Problems = append(res.Problems, fmt.Sprintf("%s (%s): %v", l.Names[m], kind, err))
 						break
 					}
 					for _, n := range missing {
 						lost[n] = true
 					}
-					res.Problems = append(res.Problems, fmt.Sprintf("%s (%s) lacks %d acknowledged keys, e.g. %s", b.Name(m), kind, len(missing), sample(missing)))
+					res.Problems = append(res.Problems, fmt.Sprintf("%s (%s) lacks %d acknowledged keys, e.g. %s", l.Names[m], kind, len(missing), sample(missing)))
 					break
 				}
 				time.Sleep(250 * time.Millisecond)
@@ -149,7 +150,7 @@ func (l *Ledger) missing(ctx context.Context, hc *http.Client, base string, stal
 		if _, err := fmt.Sscanf(key, "L%d", &n); err != nil {
 			continue
 		}
-		if v, err := parseValue(values[k]); err == nil && v == n {
+		if v, err := ParseValue(values[k]); err == nil && v == n {
 			have[n] = true
 		}
 	}

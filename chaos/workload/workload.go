@@ -1,4 +1,4 @@
-package chaos
+package workload
 
 import (
 	"bytes"
@@ -17,16 +17,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvnode/kvnode/chaos/model"
 	"github.com/kvnode/kvnode/partition"
 )
 
-// Workload is concurrent clients doing single- and multi-key operations
+// Clients are concurrent clients doing single- and multi-key operations
 // and queries on a few families of keys of one region, each operation
 // through a member chosen at random, every one recorded in History. A
-// family's keys are in one Raft group (FamilyOf; on a partitioned region
-// family f is placed in partition group 1 + f mod Groups), which is what
-// the model's per-family check needs.
-type Workload struct {
+// family's keys are in one Raft group (model.FamilyOf; on a partitioned
+// region family f is placed in partition group 1 + f mod Groups), which
+// is what the model's per-family check needs.
+type Clients struct {
 	Region string
 	// Families of FamilySize keys each; 8 and 2 when zero. Porcupine's
 	// search grows fast with the writes of unknown outcome in one family
@@ -40,19 +41,20 @@ type Workload struct {
 	// (the run has failed already: the cluster never named its groups).
 	Partitioned bool
 	Groups      int
-	Clients     int           // concurrent clients; 6 when zero
+	Concurrency int           // concurrent clients; 6 when zero
 	Timeout     time.Duration // a client gives up on a request after this; 3s when zero
 	// URLs are the members' REST base URLs; Names their node names.
 	URLs, Names []string
-	History     *History
-	// Values hands out written values, unique across workloads sharing it.
+	History     *model.History
+	// Values hands out written values, unique across the Clients sharing
+	// it.
 	Values *atomic.Int64
 	// StaleReads makes GETs and queries read a member's own replica
 	// (?consistency=stale), which is not linearizable: a run with it shows
 	// that the checker catches the anomalies it should.
 	StaleReads bool
 	// Stats counts what happened.
-	Stats WorkloadStats
+	Stats Stats
 
 	famOnce sync.Once
 	fams    [][]string
@@ -61,8 +63,8 @@ type Workload struct {
 	seen   map[string]int64 // a value recently observed per key, for CAS
 }
 
-// WorkloadStats counts operations by outcome.
-type WorkloadStats struct {
+// Stats counts operations by outcome.
+type Stats struct {
 	Attempts atomic.Int64 // operations a client wanted done
 	Definite atomic.Int64 // answered with a status the model judges
 	Unknown  atomic.Int64 // timeouts, 5xx, cut connections
@@ -73,13 +75,13 @@ type WorkloadStats struct {
 // the conditional forms, with enough deletes that put-if-absent and the
 // 400 forms of REPLACE and CAS happen; a third are multi-key requests and
 // queries.
-var opWeights = [...]int{Get: 20, Put: 13, PutIfAbsent: 10, Replace: 7, CAS: 12, Delete: 5,
-	MultiGet: 7, MultiPut: 7, MultiReplace: 4, MultiCAS: 6, MultiDelete: 3, Query: 6}
+var opWeights = [...]int{model.Get: 20, model.Put: 13, model.PutIfAbsent: 10, model.Replace: 7, model.CAS: 12, model.Delete: 5,
+	model.MultiGet: 7, model.MultiPut: 7, model.MultiReplace: 4, model.MultiCAS: 6, model.MultiDelete: 3, model.Query: 6}
 
 // families are the workload's keys, family by family: "f<family>-<key>",
 // and on a partitioned region "-<n>" with the first n that puts the key in
 // the family's group.
-func (w *Workload) families() [][]string {
+func (w *Clients) families() [][]string {
 	w.famOnce.Do(func() {
 		nf, size := w.Families, w.FamilySize
 		if nf == 0 {
@@ -109,7 +111,7 @@ func (w *Workload) families() [][]string {
 }
 
 // KeyNames is every key the workload uses.
-func (w *Workload) KeyNames() []string {
+func (w *Clients) KeyNames() []string {
 	var out []string
 	for _, f := range w.families() {
 		out = append(out, f...)
@@ -118,7 +120,7 @@ func (w *Workload) KeyNames() []string {
 }
 
 // oneGroup reports whether keys are all in one Raft group.
-func (w *Workload) oneGroup(keys []string) bool {
+func (w *Clients) oneGroup(keys []string) bool {
 	if !w.Partitioned {
 		return true
 	}
@@ -131,19 +133,19 @@ func (w *Workload) oneGroup(keys []string) bool {
 }
 
 // Run runs the clients until ctx ends.
-func (w *Workload) Run(ctx context.Context) {
+func (w *Clients) Run(ctx context.Context) {
 	if w.Partitioned && w.Groups < 1 {
 		return
 	}
-	if w.Clients == 0 {
-		w.Clients = 6
+	if w.Concurrency == 0 {
+		w.Concurrency = 6
 	}
 	if w.Timeout == 0 {
 		w.Timeout = 3 * time.Second
 	}
 	w.seen = map[string]int64{}
 	var wg sync.WaitGroup
-	for c := range w.Clients {
+	for c := range w.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -156,7 +158,7 @@ func (w *Workload) Run(ctx context.Context) {
 // client is one client's loop. After an indeterminate operation the
 // client takes a new identity, as a real client would retry as a new
 // request: porcupine's clients are sequential.
-func (w *Workload) client(ctx context.Context, c int) {
+func (w *Clients) client(ctx context.Context, c int) {
 	rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer hc.CloseIdleConnections()
@@ -170,14 +172,14 @@ func (w *Workload) client(ctx context.Context, c int) {
 		w.Stats.Attempts.Add(1)
 		for try := 0; try < len(w.URLs) && !sent; try++ {
 			// The run's end stops new operations, not those in flight.
-			var op Op
+			var op model.Op
 			op, sent = w.Do(context.WithoutCancel(ctx), hc, (first+try)%len(w.URLs), in)
 			if sent {
 				op.Client = id
 				w.History.Add(op)
 				if op.Output.Unknown {
 					w.Stats.Unknown.Add(1)
-					id += w.Clients
+					id += w.Concurrency
 				} else {
 					w.Stats.Definite.Add(1)
 				}
@@ -191,9 +193,9 @@ func (w *Workload) client(ctx context.Context, c int) {
 }
 
 // nextInput picks an operation.
-func (w *Workload) nextInput(rng *rand.Rand) Input {
+func (w *Clients) nextInput(rng *rand.Rand) model.Input {
 	fams := w.families()
-	var in Input
+	var in model.Input
 	total := 0
 	for _, wt := range opWeights {
 		total += wt
@@ -201,7 +203,7 @@ func (w *Workload) nextInput(rng *rand.Rand) Input {
 	r := rng.IntN(total)
 	for k, wt := range opWeights {
 		if r < wt {
-			in.Kind = Kind(k)
+			in.Kind = model.Kind(k)
 			break
 		}
 		r -= wt
@@ -210,23 +212,23 @@ func (w *Workload) nextInput(rng *rand.Rand) Input {
 		f := fams[rng.IntN(len(fams))]
 		in.Key = f[rng.IntN(len(f))]
 	} else {
-		in.Keys = w.pickKeys(rng, in.Kind == Query)
+		in.Keys = w.pickKeys(rng, in.Kind == model.Query)
 		in.OneGroup = w.oneGroup(in.Keys)
 	}
 	switch in.Kind {
-	case Put, PutIfAbsent, Replace:
+	case model.Put, model.PutIfAbsent, model.Replace:
 		in.Value = w.Values.Add(1)
-	case CAS:
+	case model.CAS:
 		in.Value = w.Values.Add(1)
 		in.Old = w.expected(rng, in.Key)
 		if rng.IntN(5) == 0 {
 			in.Old = w.unlikely(rng)
 		}
-	case MultiPut, MultiReplace, MultiCAS:
+	case model.MultiPut, model.MultiReplace, model.MultiCAS:
 		for range in.Keys {
 			in.Values = append(in.Values, w.Values.Add(1))
 		}
-		if in.Kind == MultiCAS {
+		if in.Kind == model.MultiCAS {
 			for _, k := range in.Keys {
 				in.Olds = append(in.Olds, w.expected(rng, k))
 			}
@@ -241,7 +243,7 @@ func (w *Workload) nextInput(rng *rand.Rand) Input {
 // pickKeys picks distinct keys, in random order: two thirds of the time
 // some keys of one family (a query may take just one), else some of two
 // families (in different partition groups when the region has several).
-func (w *Workload) pickKeys(rng *rand.Rand, query bool) []string {
+func (w *Clients) pickKeys(rng *rand.Rand, query bool) []string {
 	fams := w.families()
 	some := func(f []string, least int) []string {
 		n := least + rng.IntN(len(f)-least+1)
@@ -268,55 +270,55 @@ func (w *Workload) pickKeys(rng *rand.Rand, query bool) []string {
 
 // expected is the value a CAS expects key to hold: one recently seen, or
 // one that cannot match when none was.
-func (w *Workload) expected(rng *rand.Rand, key string) int64 {
+func (w *Clients) expected(rng *rand.Rand, key string) int64 {
 	w.seenMu.Lock()
 	v := w.seen[key]
 	w.seenMu.Unlock()
-	if v == Absent {
+	if v == model.Absent {
 		return w.unlikely(rng)
 	}
 	return v
 }
 
-func (w *Workload) unlikely(rng *rand.Rand) int64 {
+func (w *Clients) unlikely(rng *rand.Rand) int64 {
 	return 1 + rng.Int64N(max(1, w.Values.Load()))
 }
 
 // Do performs one operation through member m. sent is false when the
 // request certainly never reached kvnode (the connection was refused):
 // such an operation did not happen and is not part of the history.
-func (w *Workload) Do(ctx context.Context, hc *http.Client, m int, in Input) (op Op, sent bool) {
-	op = Op{Input: in, Member: w.Names[m], Call: w.History.Now()}
+func (w *Clients) Do(ctx context.Context, hc *http.Client, m int, in model.Input) (op model.Op, sent bool) {
+	op = model.Op{Input: in, Member: w.Names[m], Call: w.History.Now()}
 	status, body, err := w.request(ctx, hc, w.URLs[m], in)
 	op.Return = w.History.Now()
 	if err != nil {
-		if isRefused(err) {
+		if IsRefused(err) {
 			return op, false
 		}
-		op.Output = Output{Unknown: true}
+		op.Output = model.Output{Unknown: true}
 		op.Error = err.Error()
 		return op, true
 	}
 	if status >= 500 {
-		op.Output = Output{Unknown: true}
+		op.Output = model.Output{Unknown: true}
 		op.Error = fmt.Sprintf("%d %s", status, body)
 		return op, true
 	}
-	op.Output = Output{Status: status}
+	op.Output = model.Output{Status: status}
 	var perr error
 	switch {
-	case (in.Kind == Get && status == 200) || status == 409:
-		op.Output.Value, perr = parseValue(body)
+	case (in.Kind == model.Get && status == 200) || status == 409:
+		op.Output.Value, perr = ParseValue(body)
 		key := in.Key
-		if in.Kind == MultiCAS {
+		if in.Kind == model.MultiCAS {
 			key = "" // the 409 names the key in Location; CAS olds come from reads
 		}
 		if key != "" {
 			w.observe(key, op.Output.Value)
 		}
-	case in.Kind == MultiGet && status == 200:
+	case in.Kind == model.MultiGet && status == 200:
 		op.Output.Values, perr = parseMultiGet(body, w.Region, len(in.Keys))
-	case in.Kind == Query && status == 200:
+	case in.Kind == model.Query && status == 200:
 		op.Output.Values, perr = parseQueryRows(body, in.Keys)
 	}
 	if perr != nil {
@@ -326,15 +328,15 @@ func (w *Workload) Do(ctx context.Context, hc *http.Client, m int, in Input) (op
 		op.Error = perr.Error()
 	}
 	for i, v := range op.Output.Values {
-		if v != Absent {
+		if v != model.Absent {
 			w.observe(in.Keys[i], v)
 		}
 	}
 	if status == 200 || status == 201 {
 		switch in.Kind {
-		case Put, PutIfAbsent, Replace, CAS:
+		case model.Put, model.PutIfAbsent, model.Replace, model.CAS:
 			w.observe(in.Key, in.Value)
-		case MultiPut, MultiReplace, MultiCAS:
+		case model.MultiPut, model.MultiReplace, model.MultiCAS:
 			for i, k := range in.Keys {
 				w.observe(k, in.Values[i])
 			}
@@ -343,14 +345,14 @@ func (w *Workload) Do(ctx context.Context, hc *http.Client, m int, in Input) (op
 	return op, true
 }
 
-func (w *Workload) observe(key string, v int64) {
+func (w *Clients) observe(key string, v int64) {
 	w.seenMu.Lock()
 	w.seen[key] = v
 	w.seenMu.Unlock()
 }
 
 // request sends in as its REST form and returns the status and body.
-func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in Input) (int, []byte, error) {
+func (w *Clients) request(ctx context.Context, hc *http.Client, base string, in model.Input) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
 	path := base + "/kv/v1/" + w.Region
@@ -362,41 +364,41 @@ func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in
 	var method string
 	var body []byte
 	switch in.Kind {
-	case Get:
+	case model.Get:
 		method, path = http.MethodGet, path+"/"+in.Key
 		if w.StaleReads {
 			path += "?consistency=stale"
 		}
-	case Put:
-		method, path, body = http.MethodPut, path+"/"+in.Key, valueJSON(in.Value)
-	case PutIfAbsent:
-		method, path, body = http.MethodPost, path+"?key="+in.Key, valueJSON(in.Value)
-	case Replace:
-		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=REPLACE", valueJSON(in.Value)
-	case CAS:
+	case model.Put:
+		method, path, body = http.MethodPut, path+"/"+in.Key, ValueJSON(in.Value)
+	case model.PutIfAbsent:
+		method, path, body = http.MethodPost, path+"?key="+in.Key, ValueJSON(in.Value)
+	case model.Replace:
+		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=REPLACE", ValueJSON(in.Value)
+	case model.CAS:
 		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=CAS", casJSON(in.Old, in.Value)
-	case Delete:
+	case model.Delete:
 		method, path = http.MethodDelete, path+"/"+in.Key
-	case MultiGet:
+	case model.MultiGet:
 		method, path = http.MethodGet, multi+"?ignoreMissingKey=true"+stale
-	case MultiPut, MultiReplace:
+	case model.MultiPut, model.MultiReplace:
 		elems := make([][]byte, len(in.Keys))
 		for i := range in.Keys {
-			elems[i] = valueJSON(in.Values[i])
+			elems[i] = ValueJSON(in.Values[i])
 		}
 		method, path, body = http.MethodPut, multi, jsonArray(elems)
-		if in.Kind == MultiReplace {
+		if in.Kind == model.MultiReplace {
 			path += "?op=REPLACE"
 		}
-	case MultiCAS:
+	case model.MultiCAS:
 		elems := make([][]byte, len(in.Keys))
 		for i := range in.Keys {
 			elems[i] = casJSON(in.Olds[i], in.Values[i])
 		}
 		method, path, body = http.MethodPut, multi+"?op=CAS", jsonArray(elems)
-	case MultiDelete:
+	case model.MultiDelete:
 		method, path = http.MethodDelete, multi
-	case Query:
+	case model.Query:
 		method, path = http.MethodGet, base+"/kv/v1/queries/adhoc?q="+url.QueryEscape(queryText(w.Region, in.Keys))+stale
 	}
 	var rd io.Reader
@@ -422,10 +424,12 @@ func (w *Workload) request(ctx context.Context, hc *http.Client, base string, in
 	return resp.StatusCode, b, nil
 }
 
-func valueJSON(v int64) []byte { return []byte(fmt.Sprintf(`{"v":%d}`, v)) }
+// ValueJSON is the value every writer of a run writes, {"v":N}: N unique
+// in the run for the clients, so that a read names the write it saw.
+func ValueJSON(v int64) []byte { return []byte(fmt.Sprintf(`{"v":%d}`, v)) }
 
 func casJSON(old, v int64) []byte {
-	return []byte(fmt.Sprintf(`{"@old":%s,"@new":%s}`, valueJSON(old), valueJSON(v)))
+	return []byte(fmt.Sprintf(`{"@old":%s,"@new":%s}`, ValueJSON(old), ValueJSON(v)))
 }
 
 func jsonArray(elems [][]byte) []byte {
@@ -457,7 +461,7 @@ func parseMultiGet(b []byte, region string, n int) ([]int64, error) {
 		if string(r) == "null" {
 			continue
 		}
-		v, err := parseValue(r)
+		v, err := ParseValue(r)
 		if err != nil {
 			return nil, err
 		}
@@ -467,8 +471,8 @@ func parseMultiGet(b []byte, region string, n int) ([]int64, error) {
 }
 
 // parseQueryRows reads a query's rows into the value of each of keys
-// (Absent where no row names it); a row for another key, or a key named
-// twice, is an error.
+// (model.Absent where no row names it); a row for another key, or a key
+// named twice, is an error.
 func parseQueryRows(b []byte, keys []string) ([]int64, error) {
 	var rows []struct {
 		K *string `json:"k"`
@@ -492,8 +496,8 @@ func parseQueryRows(b []byte, keys []string) ([]int64, error) {
 	return out, nil
 }
 
-// parseValue reads {"v":N}.
-func parseValue(b []byte) (int64, error) {
+// ParseValue reads {"v":N}, a value ValueJSON wrote.
+func ParseValue(b []byte) (int64, error) {
 	var v struct {
 		V *int64 `json:"v"`
 	}
@@ -506,9 +510,9 @@ func parseValue(b []byte) (int64, error) {
 	return *v.V, nil
 }
 
-// isRefused reports whether err means the request was never sent: the
+// IsRefused reports whether err means the request was never sent: the
 // connection could not be opened.
-func isRefused(err error) bool {
+func IsRefused(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true

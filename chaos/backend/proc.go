@@ -1,4 +1,4 @@
-package chaos
+package backend
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kvnode/kvnode/chaos/netproxy"
 	"github.com/kvnode/kvnode/chaos/powerfs"
 )
 
@@ -43,7 +44,7 @@ type ProcConfig struct {
 // had not fsynced.
 type ProcCluster struct {
 	cfg     ProcConfig
-	net     *Net
+	net     *netproxy.Net
 	members []*procMember
 }
 
@@ -89,7 +90,7 @@ func StartProcCluster(ctx context.Context, cfg ProcConfig) (*ProcCluster, error)
 		ips[i] = ip
 		ip = ip.Next()
 	}
-	pc := &ProcCluster{cfg: cfg, net: NewNet(ips)}
+	pc := &ProcCluster{cfg: cfg, net: netproxy.New(ips)}
 	// The members' ports stay bound until every proxy has its own, so the
 	// kernel cannot hand a proxy a port a member is about to listen on.
 	var held []io.Closer
@@ -190,9 +191,9 @@ func (pc *ProcCluster) Size() int         { return len(pc.members) }
 func (pc *ProcCluster) Name(i int) string { return pc.members[i].name }
 func (pc *ProcCluster) URL(i int) string  { return "http://" + pc.members[i].http }
 
-// Net is the proxies' fault table, for faults the Backend methods do not
+// Net is the proxies' fault table, for faults the Cluster methods do not
 // name.
-func (pc *ProcCluster) Net() *Net { return pc.net }
+func (pc *ProcCluster) Net() *netproxy.Net { return pc.net }
 
 // LogPath is member i's log (all its runs, appended).
 func (pc *ProcCluster) LogPath(i int) string { return filepath.Join(pc.members[i].dir, "kvnode.log") }
@@ -361,19 +362,19 @@ func (pc *ProcCluster) Resume(i int) error {
 }
 
 func (pc *ProcCluster) Isolate(i int) error {
-	pc.net.Isolate(i, len(pc.members), Blackhole)
+	pc.net.Isolate(i, len(pc.members), netproxy.Blackhole)
 	return nil
 }
 
 func (pc *ProcCluster) LinkFaults() bool { return true }
 
 func (pc *ProcCluster) CutOneWay(from, to int) error {
-	pc.net.Set(from, to, LinkState{Fault: Blackhole})
+	pc.net.Set(from, to, netproxy.LinkState{Fault: netproxy.Blackhole})
 	return nil
 }
 
 func (pc *ProcCluster) Slow(from, to int, ms int) error {
-	pc.net.Set(from, to, LinkState{Fault: Delay, Delay: time.Duration(ms) * time.Millisecond})
+	pc.net.Set(from, to, netproxy.LinkState{Fault: netproxy.Delay, Delay: time.Duration(ms) * time.Millisecond})
 	return nil
 }
 

@@ -1,17 +1,17 @@
-package chaos
+package backend
 
 import (
 	"context"
 	"errors"
 )
 
-// ErrUnsupported is returned by a Backend that cannot inject a fault (the
-// compose backend cannot cut a single direction of a link).
+// ErrUnsupported is returned by a Cluster whose backend cannot inject a
+// fault (the compose backend cannot cut a single direction of a link).
 var ErrUnsupported = errors.New("fault not supported by this backend")
 
-// Backend is a running three-member (or larger) cluster the nemeses act
-// on. Members are numbered 0..Size()-1.
-type Backend interface {
+// Cluster is a running three-member (or larger) cluster the nemeses act
+// on, whatever runs it. Members are numbered 0..Size()-1.
+type Cluster interface {
 	// Size is the number of members.
 	Size() int
 	// Name is member i's node name; URL its REST base URL.
@@ -49,4 +49,12 @@ type Backend interface {
 	WaitReady(ctx context.Context, i int) error
 	// Close stops every member and removes what the backend made.
 	Close() error
+}
+
+// RegionSpec is a region the cluster serves and a run loads: the compose
+// backend creates it (ComposeConfig.Regions); kvnode processes are told
+// theirs by flags (ProcConfig.Flags).
+type RegionSpec struct {
+	Name        string
+	Partitioned bool
 }

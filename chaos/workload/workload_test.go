@@ -1,4 +1,4 @@
-package chaos
+package workload
 
 import (
 	"math/rand/v2"
@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kvnode/kvnode/chaos/model"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -13,7 +14,7 @@ import (
 // are in one partition group (what the per-family model needs), families
 // are spread over the groups, and oneGroup tells requests that span groups.
 func TestFamiliesLandInOneGroup(t *testing.T) {
-	w := &Workload{Partitioned: true, Groups: 3}
+	w := &Clients{Partitioned: true, Groups: 3}
 	fams := w.families()
 	if len(fams) != 8 {
 		t.Fatalf("%d families, want 8", len(fams))
@@ -26,15 +27,15 @@ func TestFamiliesLandInOneGroup(t *testing.T) {
 			if got, want := partition.GroupForKey(k, 3), uint64(1+f%3); got != want {
 				t.Errorf("key %s of family %d in group %d, want %d", k, f, got, want)
 			}
-			if FamilyOf(k) != FamilyOf(keys[0]) {
-				t.Errorf("key %s not named after its family %s", k, FamilyOf(keys[0]))
+			if model.FamilyOf(k) != model.FamilyOf(keys[0]) {
+				t.Errorf("key %s not named after its family %s", k, model.FamilyOf(keys[0]))
 			}
 		}
 	}
 	if !w.oneGroup([]string{fams[0][0], fams[3][1]}) || w.oneGroup([]string{fams[0][0], fams[1][0]}) {
 		t.Errorf("oneGroup: families 0 and 3 share group 1, families 0 and 1 do not")
 	}
-	r := &Workload{}
+	r := &Clients{}
 	if !r.oneGroup([]string{r.families()[0][0], r.families()[1][0]}) {
 		t.Errorf("a replicated region is one group")
 	}
@@ -43,7 +44,7 @@ func TestFamiliesLandInOneGroup(t *testing.T) {
 // TestMultiKeyInputs: multi-key requests name distinct keys with a value
 // (and an expected value for CAS) each, at least two for a write.
 func TestMultiKeyInputs(t *testing.T) {
-	w := &Workload{Partitioned: true, Groups: 3, Values: &atomic.Int64{}, seen: map[string]int64{}}
+	w := &Clients{Partitioned: true, Groups: 3, Values: &atomic.Int64{}, seen: map[string]int64{}}
 	rng := rand.New(rand.NewPCG(1, 2))
 	spans := 0
 	for range 2000 {
@@ -52,12 +53,12 @@ func TestMultiKeyInputs(t *testing.T) {
 			continue
 		}
 		sorted := slices.Sorted(slices.Values(in.Keys))
-		if len(slices.Compact(sorted)) != len(in.Keys) || (in.Kind != Query && len(in.Keys) < 2) {
+		if len(slices.Compact(sorted)) != len(in.Keys) || (in.Kind != model.Query && len(in.Keys) < 2) {
 			t.Fatalf("%v: keys %v", in.Kind, in.Keys)
 		}
 		switch in.Kind {
-		case MultiPut, MultiReplace, MultiCAS:
-			if len(in.Values) != len(in.Keys) || (in.Kind == MultiCAS) != (len(in.Olds) == len(in.Keys)) {
+		case model.MultiPut, model.MultiReplace, model.MultiCAS:
+			if len(in.Values) != len(in.Keys) || (in.Kind == model.MultiCAS) != (len(in.Olds) == len(in.Keys)) {
 				t.Fatalf("%v: %d keys, values %v, olds %v", in.Kind, len(in.Keys), in.Values, in.Olds)
 			}
 		}
@@ -75,7 +76,7 @@ func TestMultiKeyInputs(t *testing.T) {
 
 func TestParseAnswers(t *testing.T) {
 	vals, err := parseMultiGet([]byte(`{"r":[{"v":3},null]}`), "r", 2)
-	if err != nil || !slices.Equal(vals, []int64{3, Absent}) {
+	if err != nil || !slices.Equal(vals, []int64{3, model.Absent}) {
 		t.Errorf("multi-get: %v, %v", vals, err)
 	}
 	if _, err := parseMultiGet([]byte(`{"r":[{"v":3}]}`), "r", 2); err == nil {
@@ -83,7 +84,7 @@ func TestParseAnswers(t *testing.T) {
 	}
 	keys := []string{"a-1", "a-2", "a-3"}
 	vals, err = parseQueryRows([]byte(`[{"k":"a-3","v":7},{"k":"a-1","v":5}]`), keys)
-	if err != nil || !slices.Equal(vals, []int64{5, Absent, 7}) {
+	if err != nil || !slices.Equal(vals, []int64{5, model.Absent, 7}) {
 		t.Errorf("query rows: %v, %v", vals, err)
 	}
 	for _, bad := range []string{`[{"k":"b-1","v":1}]`, `[{"k":"a-1","v":1},{"k":"a-1","v":2}]`, `[{"k":"a-1"}]`, `{}`} {

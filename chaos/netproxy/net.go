@@ -1,4 +1,4 @@
-package chaos
+package netproxy
 
 import (
 	"errors"
@@ -71,8 +71,8 @@ type proxy struct {
 	pc     net.PacketConn
 }
 
-// NewNet makes a healthy network; ips[i] is member i's IP.
-func NewNet(ips []netip.Addr) *Net {
+// New makes a healthy network; ips[i] is member i's IP.
+func New(ips []netip.Addr) *Net {
 	n := &Net{members: map[netip.Addr]int{}, faults: map[link]LinkState{}, changed: make(chan struct{}), conns: map[*proxyConn]struct{}{}, proxies: map[int][]*proxy{}}
 	for i, ip := range ips {
 		n.members[ip] = i

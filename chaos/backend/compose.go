@@ -1,4 +1,4 @@
-package chaos
+package backend
 
 import (
 	"bytes"
@@ -178,5 +178,5 @@ func (c *ComposeCluster) Close() error {
 	return err
 }
 
-var _ Backend = (*ComposeCluster)(nil)
-var _ Backend = (*ProcCluster)(nil)
+var _ Cluster = (*ComposeCluster)(nil)
+var _ Cluster = (*ProcCluster)(nil)

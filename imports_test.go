@@ -85,6 +85,7 @@ func TestImportRules(t *testing.T) {
 		"store/listing":   {module + "/store", module + "/rest", module + "/cluster", memberlistPkg, echoPkg},
 		"store/placement": {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/transport": {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
+		"store/reconcile": {only(module + "/store"), module + "/rest", module + "/oql", echoPkg},
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
 		"chaos":           server,

@@ -14,6 +14,11 @@ func Bucket(key string) int {
 	return int(h.Sum64() % Buckets)
 }
 
+// ControlGroup is the ID of Raft group 0, the control group (region
+// definitions, metadata, the partition table, replicated regions):
+// partition groups are numbered from 1.
+const ControlGroup uint64 = 0
+
 // GroupOf is the partition group of bucket b among groups groups:
 // 1 + b mod groups.
 func GroupOf(bucket, groups int) uint64 {

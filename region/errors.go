@@ -44,6 +44,9 @@ var (
 	// unknown (leadership lost or deadline passed while committing). It may or
 	// may not have been applied.
 	ErrIndeterminate = errors.New("outcome unknown: the write may or may not have been applied")
+	// ErrShuttingDown: this node is closing; another member can serve the
+	// request (a 503, like any ErrNoLeader).
+	ErrShuttingDown = fmt.Errorf("%w: this node is shutting down", ErrNoLeader)
 )
 
 // ConflictError is returned when a put-if-absent finds an existing entry or a

@@ -152,7 +152,7 @@ func (s *Store) DeleteIndex(ctx context.Context, regionName, name string) error 
 func (s *Store) dropIndexes(ctx context.Context, regionName string) error {
 	g0 := s.control()
 	if g0 == nil {
-		return errClosed
+		return region.ErrShuttingDown
 	}
 	for _, e := range g0.FSM().MetaList(indexKeyPrefix + regionName + "/") {
 		_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: e.Key, MetaVersion: e.Version})

@@ -328,7 +328,7 @@ func pick(entries []region.Entry, idx []int) []region.Entry {
 func (s *Store) Ready(ctx context.Context) error {
 	g0 := s.control()
 	if g0 == nil {
-		return errClosed
+		return region.ErrShuttingDown
 	}
 	for _, g := range s.localGroups() {
 		if err := g.Halted(); err != nil {

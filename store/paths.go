@@ -11,9 +11,6 @@ import (
 	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
-// errClosed is returned once the store has been closed.
-var errClosed = fmt.Errorf("%w: this node is shutting down", region.ErrNoLeader)
-
 // apply replicates cmd through the control group; see applyTo.
 func (s *Store) apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
 	return s.applyTo(ctx, controlGroup, cmd)
@@ -33,7 +30,7 @@ func (s *Store) apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error
 // never retried, so a put-if-absent or CAS is never applied twice by us.
 func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm.Result, error) {
 	if s.closed() {
-		return nil, errClosed
+		return nil, region.ErrShuttingDown
 	}
 	data := cmd.Encode(nil)
 	if limit := s.frameLimit(); int64(len(data)) > limit {
@@ -125,7 +122,7 @@ func (s *Store) localRead(ctx context.Context, g *raftgroup.Group, c region.Cons
 func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*raftgroup.Group, error) {
 	g := s.control()
 	if g == nil {
-		return nil, errClosed
+		return nil, region.ErrShuttingDown
 	}
 	if err := g.Halted(); err != nil {
 		return nil, err
@@ -206,7 +203,7 @@ func (s *Store) pause(ctx context.Context, g *raftgroup.Group, attempt int, sinc
 	case <-ctx.Done():
 		return raftgroup.ContextError(ctx, "wait for a leader", last)
 	case <-s.stop:
-		return errClosed
+		return region.ErrShuttingDown
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func (s *Store) servePartial(ctx context.Context, g *raftgroup.Group, req queryR
 	// scattered region (a join or subquery over a replicated region).
 	g0 := s.control()
 	if g0 == nil {
-		return nil, errClosed
+		return nil, region.ErrShuttingDown
 	}
 	if len(q.Regions()) > 1 || q.ScatterRegion() == "" {
 		if err := s.localRead(ctx, g0, c, 0); err != nil {

@@ -1,13 +1,8 @@
 package store
 
 import (
-	"fmt"
-
 	"github.com/hashicorp/raft"
 
-	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/store/placement"
-	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -36,32 +31,4 @@ func (a memberAddrs) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 		}
 	}
 	return transport.JoinRaftAddr("", string(id)), nil
-}
-
-// applyAddressFix records fix in g's configuration, keeping the server's
-// suffrage.
-func (s *Store) applyAddressFix(g *raftgroup.Group, fix placement.AddressFix) error {
-	s.logger.Info("updating a member's recorded Raft address", "group", g.ID(), "member", string(fix.Server.ID),
-		"from", string(fix.Server.Address), "to", string(fix.To), "reason", fix.Why)
-	const timeout = raftgroup.InternalTimeout
-	var f raft.IndexFuture
-	if fix.Server.Suffrage == raft.Voter {
-		f = g.Raft().AddVoter(fix.Server.ID, fix.To, 0, timeout)
-	} else {
-		f = g.Raft().AddNonvoter(fix.Server.ID, fix.To, 0, timeout)
-	}
-	if err := raftgroup.Await(f, raftgroup.InternalTimeout, s.stop); err != nil {
-		return fmt.Errorf("group %d: update the address of %s: %w", g.ID(), fix.Server.ID, err)
-	}
-	return nil
-}
-
-// liveAddr says where gossip has member id, if it is alive.
-func (s *Store) liveAddr(id string) (string, bool) {
-	for _, m := range s.cfg.Members.Members() {
-		if m.Name == id {
-			return m.InternalAddr, m.InternalAddr != "" && m.Status == cluster.StatusAlive
-		}
-	}
-	return "", false
 }

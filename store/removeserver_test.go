@@ -27,7 +27,7 @@ func TestRemoveServerLogsItsGroup(t *testing.T) {
 	if leader == nil {
 		t.Fatal("partition group 1 has no leader")
 	}
-	if err := leader.removeServer(ctxT(t, 10*time.Second), leader.groupByID(1), member, "asked by the test"); err != nil {
+	if err := leader.groupByID(1).RemoveServer(ctxT(t, 10*time.Second), member, "asked by the test"); err != nil {
 		t.Fatalf("remove %s from partition group 1: %v", member, err)
 	}
 	if got := logs.Matching(leader.name+": ", "removing member from partition group 1", "member="+member, "reason=asked by the test"); len(got) != 1 {

@@ -36,7 +36,7 @@ type regionRef struct {
 func (s *Store) resolve(ctx context.Context, name string, c region.Consistency) (regionRef, error) {
 	g := s.control()
 	if g == nil {
-		return regionRef{}, errClosed
+		return regionRef{}, region.ErrShuttingDown
 	}
 	ref, ok := lookup(g, name)
 	if ok {
@@ -60,7 +60,7 @@ func (s *Store) resolve(ctx context.Context, name string, c region.Consistency) 
 func (s *Store) refresh(ctx context.Context, name string) (regionRef, error) {
 	g := s.control()
 	if g == nil {
-		return regionRef{}, errClosed
+		return regionRef{}, region.ErrShuttingDown
 	}
 	if err := s.localRead(ctx, g, region.Linearizable, 0); err != nil {
 		return regionRef{}, err

@@ -254,7 +254,7 @@ func (r *rpcServer) leave(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
-	if err := r.s.removeServer(ctx, g, req.URL.Query().Get("id"), "left gracefully"); err != nil {
+	if err := g.RemoveServer(ctx, req.URL.Query().Get("id"), "left gracefully"); err != nil {
 		rpcCodes.WriteError(w, err)
 		return
 	}

@@ -18,7 +18,10 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/raftgroup"
+	"github.com/kvnode/kvnode/store/reconcile"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -146,10 +149,11 @@ type Store struct {
 	name   string
 	logger *slog.Logger
 
-	mux    *transport.Mux
-	rpc    *rpcServer
-	client *rpcClient
-	dialer *transport.Dialer
+	mux        *transport.Mux
+	rpc        *rpcServer
+	reconciler *reconcile.Reconciler
+	client     *rpcClient
+	dialer     *transport.Dialer
 
 	mu     sync.RWMutex
 	groups map[uint64]*raftgroup.Group
@@ -176,7 +180,7 @@ type Store struct {
 }
 
 // ControlGroup is the ID of group 0: metadata and replicated regions.
-const ControlGroup uint64 = 0
+const ControlGroup = partition.ControlGroup
 
 // controlGroup is ControlGroup, as the package spells it inside.
 const controlGroup = ControlGroup
@@ -212,6 +216,21 @@ func New(cfg Config) (*Store, error) {
 	s.mux = transport.NewMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.NodeName, cfg.Logger)
 	s.client = newRPCClient(s.dialer, cfg.MaxFrameBytes)
 	s.rpc = newRPCServer(s)
+	s.reconciler = reconcile.New(reconcile.Config{
+		Self:              cfg.NodeName,
+		Advertise:         cfg.Advertise,
+		Members:           cfg.Members,
+		BootstrapExpect:   cfg.BootstrapExpect,
+		JoinRequested:     cfg.JoinRequested,
+		JoinGrace:         cfg.JoinGrace,
+		Started:           s.started,
+		DeadMemberTimeout: cfg.DeadMemberTimeout,
+		ReconcileInterval: cfg.ReconcileInterval,
+		PromoteAfter:      cfg.PromoteAfter,
+		PartitionGroups:   cfg.PartitionGroups,
+		ReplicationFactor: cfg.ReplicationFactor,
+		Logger:            cfg.Logger,
+	}, host{s}, s.stop)
 
 	ln, err := s.mux.GroupListener(controlGroup)
 	if err != nil {
@@ -243,7 +262,7 @@ func New(cfg Config) (*Store, error) {
 // bootstrap (when the node has no state) and membership reconciliation.
 func (s *Store) Start() {
 	s.wg.Add(4)
-	go func() { defer s.wg.Done(); s.runPartitions() }()
+	go func() { defer s.wg.Done(); s.reconciler.RunPartitions() }()
 	go func() { defer s.wg.Done(); s.mux.Serve() }()
 	go func() {
 		defer s.wg.Done()
@@ -251,7 +270,7 @@ func (s *Store) Start() {
 			s.logger.Error("internal RPC server stopped", "error", err)
 		}
 	}()
-	go func() { defer s.wg.Done(); s.runMembership() }()
+	go func() { defer s.wg.Done(); s.reconciler.RunControl() }()
 }
 
 // frameLimit is the largest message exchanged with other members.
@@ -347,11 +366,11 @@ func (s *Store) Leader() string {
 // WaitLeader waits until the control group has a leader, ctx ends or the
 // store is closed. A closed store has no control group to wait on (Close
 // empties the groups), and one closed during the wait will never see a
-// leader: both are errClosed at once, not a wait until ctx's deadline.
+// leader: both are region.ErrShuttingDown at once, not a wait until ctx's deadline.
 func (s *Store) WaitLeader(ctx context.Context) error {
 	g := s.control()
 	if g == nil {
-		return fmt.Errorf("wait for leader: %w", errClosed)
+		return fmt.Errorf("wait for leader: %w", region.ErrShuttingDown)
 	}
 	wait, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -367,7 +386,7 @@ func (s *Store) WaitLeader(ctx context.Context) error {
 			return nil
 		}
 		if s.closed() {
-			return fmt.Errorf("wait for leader: %w", errClosed)
+			return fmt.Errorf("wait for leader: %w", region.ErrShuttingDown)
 		}
 		if ctx.Err() != nil {
 			return raftgroup.ContextError(ctx, "wait for leader", nil)
@@ -393,7 +412,7 @@ type Server struct {
 func (s *Store) Configuration() (leader string, servers []Server, err error) {
 	g := s.control()
 	if g == nil {
-		return "", nil, errClosed
+		return "", nil, region.ErrShuttingDown
 	}
 	conf, err := g.Configuration()
 	if err != nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -108,9 +107,6 @@ func (s *Store) partitionCount() int {
 	}
 	return t.P()
 }
-
-// isConflict reports a lost compare-and-set on metadata.
-func isConflict(err error) bool { return errors.Is(err, region.ErrVersionConflict) }
 
 // localFor returns this node's replica of group gid when reads and writes
 // may go through it: group 0 always; a partition group only while the table

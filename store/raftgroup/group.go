@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/durable"
+	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -468,3 +470,52 @@ func Await(f raft.Future, timeout time.Duration, stop <-chan struct{}) error {
 // is gone or the group has no quorum), and the loop that asked tries
 // again or answers 503.
 const InternalTimeout = 10 * time.Second
+
+// name is how log lines name the group.
+func (g *Group) name() string {
+	if g.id == 0 {
+		return "the control group"
+	}
+	return "partition group " + strconv.FormatUint(g.id, 10)
+}
+
+// RemoveServer removes member id from the group's configuration; this
+// member must be the leader. It never removes the last voter, and removing
+// a member that is not there is done at once.
+func (g *Group) RemoveServer(ctx context.Context, id, reason string) error {
+	if id == "" {
+		return fmt.Errorf("remove server: %w: empty server id", region.ErrInvalid)
+	}
+	if !g.IsLeader() {
+		return fmt.Errorf("remove %s: %w", id, region.ErrNotLeader)
+	}
+	conf, err := g.Configuration()
+	if err != nil {
+		return err
+	}
+	var found *raft.Server
+	voters := 0
+	for i, srv := range conf.Servers {
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
+		if string(srv.ID) == id {
+			found = &conf.Servers[i]
+		}
+	}
+	if found == nil {
+		return nil
+	}
+	if found.Suffrage == raft.Voter && voters == 1 {
+		return fmt.Errorf("refusing to remove %s: it is the last voter of group %d", id, g.id)
+	}
+	timeout := InternalTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	g.logger.Info("removing member from "+g.name(), "member", id, "reason", reason)
+	if err := Await(g.raft.RemoveServer(raft.ServerID(id), 0, timeout), InternalTimeout, g.stop); err != nil {
+		return fmt.Errorf("remove %s from group %d: %w", id, g.id, FromRaft(err))
+	}
+	return nil
+}

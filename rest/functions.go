@@ -63,25 +63,6 @@ func (s *Server) listFunctions(c echo.Context) error {
 	}{ids})
 }
 
-// listParam reads a comma-separated parameter; present but empty is an
-// error, since it names no target.
-func listParam(c echo.Context, name string) ([]string, error) {
-	v, ok := queryParam(c, name)
-	if !ok {
-		return nil, nil
-	}
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s is given but names nothing", region.ErrInvalid, name)
-	}
-	return out, nil
-}
-
 // runFunction is POST /kv/v1/functions/{id}?onRegion|onMembers|onGroups&filter.
 func (s *Server) runFunction(c echo.Context) error {
 	fs, err := s.functionsOrNotFound()

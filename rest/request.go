@@ -9,23 +9,20 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/input"
 )
 
-// This file turns the parts of a request (path, query, body) into checked
-// values. Every failure wraps region.ErrInvalid (400) unless it says
+// This file reads the parts of a request (path, query, body) off the Echo
+// context; package input decides what the values mean and refuses the bad
+// ones. Every failure wraps region.ErrInvalid (400) unless it says
 // otherwise, so handlers just return it.
 
 // errUnsupportedMediaType: a request body that is not declared as JSON (415).
 var errUnsupportedMediaType = errors.New("unsupported media type")
-
-// defaultLimit is how many values GET /{region} returns without ?limit, as in Geode.
-const defaultLimit = 50
 
 // pathParam returns the named path parameter decoded exactly once. Routing
 // sees the escaped path (routeOnEscapedPath), so "a%2Fb" is the key "a/b",
@@ -38,37 +35,13 @@ func pathParam(c echo.Context, name string) (string, error) {
 	return v, nil
 }
 
-// pathKeys splits the decoded {keys} segment on commas. One element is the
-// single-key form, several the multi-key form; an empty element is an error.
+// pathKeys reads the {keys} segment as a key list (input.ParseKeys).
 func pathKeys(c echo.Context) ([]string, error) {
 	seg, err := pathParam(c, "keys")
 	if err != nil {
 		return nil, err
 	}
-	keys := strings.Split(seg, ",")
-	for _, k := range keys {
-		if k == "" {
-			return nil, fmt.Errorf("%w: key list %q has an empty key", region.ErrInvalid, seg)
-		}
-	}
-	return keys, nil
-}
-
-// checkWriteKeys validates keys a write would store or delete: each must be
-// a valid key, and a key may not appear twice (which of two values, or which
-// of two deletes, would win is not a question a client should have to ask).
-func checkWriteKeys(keys []string) error {
-	seen := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		if err := region.ValidateKey(k); err != nil {
-			return err
-		}
-		if seen[k] {
-			return fmt.Errorf("%w: key %q appears more than once", region.ErrInvalid, k)
-		}
-		seen[k] = true
-	}
-	return nil
+	return input.ParseKeys(seg)
 }
 
 // consistency reads ?consistency= (linearizable by default).
@@ -86,62 +59,26 @@ func queryParam(c echo.Context, name string) (string, bool) {
 	return vs[0], true
 }
 
-// limitParam reads ?limit=: absent is defaultLimit, ALL (any case) is every
-// entry (-1 for the store), otherwise an integer ≥ 0.
+// limitParam reads ?limit= (input.ParseLimit).
 func limitParam(c echo.Context) (int, error) {
-	s, ok := queryParam(c, "limit")
-	if !ok {
-		return defaultLimit, nil
-	}
-	if strings.EqualFold(s, "ALL") {
-		return -1, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%w: limit %q is neither ALL nor an integer ≥ 0", region.ErrInvalid, s)
-	}
-	return n, nil
+	return input.ParseLimit(queryParam(c, "limit"))
 }
 
-// putOp is the ?op= of a PUT.
-type putOp int
-
-const (
-	opPut putOp = iota
-	opReplace
-	opCAS
-)
-
-// opParam reads ?op= in any letter case; absent means PUT.
-func opParam(c echo.Context) (putOp, error) {
-	s, ok := queryParam(c, "op")
-	if !ok {
-		return opPut, nil
-	}
-	switch strings.ToUpper(s) {
-	case "PUT":
-		return opPut, nil
-	case "REPLACE":
-		return opReplace, nil
-	case "CAS":
-		return opCAS, nil
-	}
-	return 0, fmt.Errorf("%w: op %q is not PUT, REPLACE or CAS", region.ErrInvalid, s)
+// opParam reads ?op= (input.ParsePutOp).
+func opParam(c echo.Context) (input.PutOp, error) {
+	return input.ParsePutOp(queryParam(c, "op"))
 }
 
-// ignoreMissingKeyParam reads ?ignoreMissingKey=true|false (any case).
+// ignoreMissingKeyParam reads ?ignoreMissingKey=true|false (input.ParseFlag).
 func ignoreMissingKeyParam(c echo.Context) (bool, error) {
-	s, ok := queryParam(c, "ignoreMissingKey")
-	if !ok {
-		return false, nil
-	}
-	switch strings.ToLower(s) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, fmt.Errorf("%w: ignoreMissingKey %q is neither true nor false", region.ErrInvalid, s)
+	v, ok := queryParam(c, "ignoreMissingKey")
+	return input.ParseFlag("ignoreMissingKey", v, ok)
+}
+
+// listParam reads a comma-separated parameter (input.ParseList).
+func listParam(c echo.Context, name string) ([]string, error) {
+	v, ok := queryParam(c, name)
+	return input.ParseList(name, v, ok)
 }
 
 // readJSONBody checks that the body is declared as JSON and reads it, at

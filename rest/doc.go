@@ -6,13 +6,14 @@
 // (entries.go, management.go, cluster.go), the reading of paths, query
 // parameters and bodies off the request (request.go), the way answers are
 // written (response.go), and the one table that maps errors to HTTP
-// statuses (errors.go). What a key list or a parameter's value means, and
-// which are refused, is decided by package rest/input, which knows no HTTP.
-// It declares the interfaces it calls, Store and Members (store.go);
-// package store and package cluster implement them. Handlers are thin:
-// parse and validate, make one Store call, write the answer. The semantics
-// of put-if-absent, REPLACE, CAS and all-or-nothing multi-key writes belong
-// to the store, which decides them inside the replicated state machine.
+// statuses (errors.go). What a key list, a parameter's value or a body
+// means, and which are refused, is decided by package rest/input, which
+// knows no HTTP. rest declares the interfaces it calls, Store and Members
+// (store.go); package store and package cluster implement them. Handlers
+// are thin: parse and validate, make one Store call, write the answer. The
+// semantics of put-if-absent, REPLACE, CAS and all-or-nothing multi-key
+// writes belong to the store, which decides them inside the replicated
+// state machine.
 //
 // Decisions worth knowing, beyond spec/rest-details.md:
 //

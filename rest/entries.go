@@ -232,7 +232,7 @@ func (s *Server) putEntries(c echo.Context) error {
 	}
 	elems := []json.RawMessage{body}
 	if len(keys) > 1 {
-		if elems, err = parseArray(body, len(keys)); err != nil {
+		if elems, err = input.ParseArray(body, len(keys)); err != nil {
 			return err
 		}
 	}
@@ -240,7 +240,7 @@ func (s *Server) putEntries(c echo.Context) error {
 	if op == input.OpCAS {
 		pairs := make([]region.CASPair, len(keys))
 		for i, k := range keys {
-			oldV, newV, err := parseCASPair(elems[i])
+			oldV, newV, err := input.ParseCASPair(elems[i])
 			if err != nil {
 				return withElement(err, keys, i)
 			}

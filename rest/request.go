@@ -1,8 +1,6 @@
 package rest
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,85 +100,4 @@ func (s *Server) readJSONBody(c echo.Context) ([]byte, error) {
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
 	return body, nil
-}
-
-// parseArray splits a JSON array into its elements, keeping each element's
-// bytes as sent (values are never re-serialized), and checks it has want
-// elements, one per key of the path.
-func parseArray(body []byte, want int) ([]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-		return nil, fmt.Errorf("%w: a multi-key PUT needs a JSON array of %d values, one per key", region.ErrInvalid, want)
-	}
-	var elems []json.RawMessage
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("%w: malformed JSON in element %d: %v", region.ErrInvalid, len(elems), err)
-		}
-		elems = append(elems, raw)
-	}
-	if err := endOfJSON(dec, json.Delim(']')); err != nil {
-		return nil, err
-	}
-	if len(elems) != want {
-		return nil, fmt.Errorf("%w: the body has %d values for %d keys", region.ErrInvalid, len(elems), want)
-	}
-	return elems, nil
-}
-
-// parseCASPair reads {"@old":{..},"@new":{..}}: both members present, both
-// objects, nothing else.
-func parseCASPair(raw []byte) (oldV, newV json.RawMessage, err error) {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf(`%w: a CAS body is {"@old":{...},"@new":{...}}: `+format, append([]any{region.ErrInvalid}, a...)...)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, nil, bad("the body is not a JSON object")
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, nil, bad("malformed JSON: %v", err)
-		}
-		name, _ := tok.(string)
-		var member json.RawMessage
-		if err := dec.Decode(&member); err != nil {
-			return nil, nil, bad("malformed JSON: %v", err)
-		}
-		var dst *json.RawMessage
-		switch name {
-		case "@old":
-			dst = &oldV
-		case "@new":
-			dst = &newV
-		default:
-			return nil, nil, bad("unexpected member %q", name)
-		}
-		if *dst != nil {
-			return nil, nil, bad("member %q appears twice", name)
-		}
-		if *dst, err = region.NormalizeValue(member); err != nil {
-			return nil, nil, fmt.Errorf("CAS member %s: %w", name, err)
-		}
-	}
-	if err := endOfJSON(dec, json.Delim('}')); err != nil {
-		return nil, nil, err
-	}
-	if oldV == nil || newV == nil {
-		return nil, nil, bad("@old and @new are both required")
-	}
-	return oldV, newV, nil
-}
-
-// endOfJSON consumes the closing delimiter and checks nothing follows it.
-func endOfJSON(dec *json.Decoder, closing json.Delim) error {
-	if tok, err := dec.Token(); err != nil || tok != closing {
-		return fmt.Errorf("%w: malformed JSON: expected %q", region.ErrInvalid, closing)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: malformed JSON: data after the closing %q", region.ErrInvalid, closing)
-	}
-	return nil
 }

@@ -1,7 +1,8 @@
 // Package input turns what a REST client sends into checked values: the
 // key list of a path, the values of query parameters, and the JSON bodies
-// of writes (a multi-key PUT's array, a CAS pair) and of the management
-// API (a region, an index, a function deployment).
+// of writes (a multi-key PUT's array, a CAS pair), of a named query's run
+// (its bind values) and of the management API (a region, an index, a
+// function deployment).
 //
 // Package rest reads the request (path unescaping, which parameter is
 // present, Content-Type, the body size limit) and hands the strings and
@@ -22,5 +23,8 @@
 //
 // input is pure: no I/O, no state. It must not import Echo or net/http
 // (reading requests is rest's), nor any kvnode package but region, whose
-// validation and sentinel errors it uses (imports_test.go checks).
+// validation and sentinel errors it uses (imports_test.go checks). Bind
+// values are parsed here but bound by oql in rest: FuzzBindArgs checks the
+// seam, that every value ParseBindArgs accepts binds or fails with
+// oql.ErrBind.
 package input

@@ -81,6 +81,7 @@ func TestImportRules(t *testing.T) {
 		"index":           {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"function":        {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"rest":            {raftPkg, module + "/fsm", memberlistPkg},
+		"rest/input":      {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
 		"store/catalog":   {module + "/store", module + "/fsm", module + "/rest", module + "/cluster", raftPkg, memberlistPkg, echoPkg},
 		"store/listing":   {module + "/store", module + "/rest", module + "/cluster", memberlistPkg, echoPkg},
 		"store/placement": {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},

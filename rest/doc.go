@@ -3,15 +3,17 @@
 // /management/v1/regions, served with Echo.
 //
 // It owns the routes (all in routes.go), the handlers per resource
-// (entries.go, management.go, cluster.go), the parsing of paths, query
-// parameters and bodies (request.go), the way answers are written
-// (response.go), and the one table that maps errors to HTTP statuses
-// (errors.go). It declares the interfaces it calls, Store and Members
-// (store.go); package store and package cluster implement them. Handlers are
-// thin: parse and validate, make one Store call, write the answer. The
+// (entries.go, management.go, cluster.go), the reading of paths, query
+// parameters and bodies off the request (request.go), the way answers are
+// written (response.go), and the one table that maps errors to HTTP
+// statuses (errors.go). What a key list, a parameter's value or a body
+// means, and which are refused, is decided by package rest/input, which
+// knows no HTTP. rest declares the interfaces it calls, Store and Members
+// (store.go); package store and package cluster implement them. Handlers
+// are thin: parse and validate, make one Store call, write the answer. The
 // semantics of put-if-absent, REPLACE, CAS and all-or-nothing multi-key
-// writes belong to the store, which decides them inside the replicated state
-// machine.
+// writes belong to the store, which decides them inside the replicated
+// state machine.
 //
 // Decisions worth knowing, beyond spec/rest-details.md:
 //

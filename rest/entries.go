@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/input"
 )
 
 // The handlers of /kv/v1: regions and their entries. Each parses and checks
@@ -222,7 +223,7 @@ func (s *Server) putEntries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkWriteKeys(keys); err != nil {
+	if err := input.CheckWriteKeys(keys); err != nil {
 		return err
 	}
 	body, err := s.readJSONBody(c)
@@ -231,15 +232,15 @@ func (s *Server) putEntries(c echo.Context) error {
 	}
 	elems := []json.RawMessage{body}
 	if len(keys) > 1 {
-		if elems, err = parseArray(body, len(keys)); err != nil {
+		if elems, err = input.ParseArray(body, len(keys)); err != nil {
 			return err
 		}
 	}
 	ctx := c.Request().Context()
-	if op == opCAS {
+	if op == input.OpCAS {
 		pairs := make([]region.CASPair, len(keys))
 		for i, k := range keys {
-			oldV, newV, err := parseCASPair(elems[i])
+			oldV, newV, err := input.ParseCASPair(elems[i])
 			if err != nil {
 				return withElement(err, keys, i)
 			}
@@ -258,7 +259,7 @@ func (s *Server) putEntries(c echo.Context) error {
 		}
 		entries[i] = region.Entry{Key: k, Value: v}
 	}
-	if op == opReplace {
+	if op == input.OpReplace {
 		err = s.store.Replace(ctx, name, entries)
 	} else {
 		err = s.store.Put(ctx, name, entries)
@@ -301,7 +302,7 @@ func (s *Server) deleteEntries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkWriteKeys(keys); err != nil {
+	if err := input.CheckWriteKeys(keys); err != nil {
 		return err
 	}
 	if err := s.store.Delete(c.Request().Context(), name, keys); err != nil {

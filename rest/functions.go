@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/input"
 )
 
 // Functions runs server-side functions and keeps the deployed ones
@@ -61,25 +61,6 @@ func (s *Server) listFunctions(c echo.Context) error {
 	return writeDoc(c, http.StatusOK, struct {
 		Functions []string `json:"functions"`
 	}{ids})
-}
-
-// listParam reads a comma-separated parameter; present but empty is an
-// error, since it names no target.
-func listParam(c echo.Context, name string) ([]string, error) {
-	v, ok := queryParam(c, name)
-	if !ok {
-		return nil, nil
-	}
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s is given but names nothing", region.ErrInvalid, name)
-	}
-	return out, nil
 }
 
 // runFunction is POST /kv/v1/functions/{id}?onRegion|onMembers|onGroups&filter.
@@ -234,31 +215,12 @@ func (s *Server) mgmtPutFunction(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var d struct {
-		Source      *string `json:"source"`
-		Permission  string  `json:"permission"`
-		DataAware   bool    `json:"dataAware"`
-		HasResult   *bool   `json:"hasResult"`
-		Description string  `json:"description"`
-		Timeout     string  `json:"timeout"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
-		return fmt.Errorf(`%w: a function is {"source":"function execute(ctx) {...}","permission":"DATA:WRITE","dataAware":false,"hasResult":true}: %v`, region.ErrInvalid, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: malformed JSON: data after the function object", region.ErrInvalid)
-	}
-	if d.Source == nil {
-		return fmt.Errorf("%w: \"source\" is required", region.ErrInvalid)
-	}
-	hasResult := true
-	if d.HasResult != nil {
-		hasResult = *d.HasResult
+	spec, err := input.ParseFunctionSpec(body)
+	if err != nil {
+		return err
 	}
 	created, err := fs.Deploy(c.Request().Context(), function.Deployment{
-		ID: id, Source: *d.Source, Permission: d.Permission, DataAware: d.DataAware, HasResult: hasResult, Description: d.Description, Timeout: d.Timeout,
+		ID: id, Source: spec.Source, Permission: spec.Permission, DataAware: spec.DataAware, HasResult: spec.HasResult, Description: spec.Description, Timeout: spec.Timeout,
 	})
 	if err != nil {
 		return err

@@ -1,17 +1,15 @@
 package rest
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/input"
 )
 
 // The handlers of /management/v1/regions/{region}/indexes: secondary
@@ -82,20 +80,11 @@ func (s *Server) mgmtCreateIndex(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var def struct {
-		Name       string `json:"name"`
-		Expression string `json:"expression"`
-		From       string `json:"from"`
+	def, err := input.ParseIndex(name, body)
+	if err != nil {
+		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&def); err != nil {
-		return fmt.Errorf(`%w: an index is {"name":"...","expression":"o.customerId","from":"/%s o"}: %v`, region.ErrInvalid, name, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: malformed JSON: data after the index object", region.ErrInvalid)
-	}
-	err = s.store.CreateIndex(c.Request().Context(), name, region.IndexInfo{Name: def.Name, Expression: def.Expression, From: def.From})
+	err = s.store.CreateIndex(c.Request().Context(), name, def)
 	loc := baseURL(c) + managementPrefix + "/regions/" + url.PathEscape(name) + "/indexes/" + url.PathEscape(def.Name)
 	var ce *region.ConflictError
 	if errors.As(err, &ce) && ce.Current != nil {

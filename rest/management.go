@@ -1,16 +1,14 @@
 package rest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/input"
 )
 
 // The handlers of /management/v1/regions, in the shape of Geode's cluster
@@ -71,7 +69,7 @@ func (s *Server) mgmtCreateRegion(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	info, err := parseRegionConfig(body)
+	info, err := input.ParseRegionConfig(body)
 	if err != nil {
 		return err
 	}
@@ -81,32 +79,6 @@ func (s *Server) mgmtCreateRegion(c echo.Context) error {
 	c.Response().Header().Set(echo.HeaderLocation,
 		baseURL(c)+managementPrefix+"/regions/"+url.PathEscape(info.Name))
 	return writeDoc(c, http.StatusCreated, mgmtMessage("region "+info.Name+" created"))
-}
-
-// parseRegionConfig reads the body of a region creation strictly: unknown
-// members are refused rather than ignored, because a client that sends a
-// setting we do not honour (a Geode region attribute, say) must learn so.
-func parseRegionConfig(body []byte) (region.Info, error) {
-	var cfg struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return region.Info{}, fmt.Errorf(`%w: a region is {"name":"...","type":"REPLICATE"|"PARTITION"}: %v`, region.ErrInvalid, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return region.Info{}, fmt.Errorf("%w: malformed JSON: data after the region object", region.ErrInvalid)
-	}
-	if err := region.ValidateName(cfg.Name); err != nil {
-		return region.Info{}, err
-	}
-	kind, err := region.ParseKind(cfg.Type)
-	if err != nil {
-		return region.Info{}, err
-	}
-	return region.Info{Name: cfg.Name, Kind: kind}, nil
 }
 
 // mgmtDeleteRegion is DELETE /management/v1/regions/{name}: the region and

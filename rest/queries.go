@@ -1,9 +1,7 @@
 package rest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/input"
 )
 
 // The handlers of /kv/v1/queries (rest-details.md, Queries): named queries
@@ -146,13 +145,13 @@ func (s *Server) runQuery(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var args []bindArg
+	var args []input.BindArg
 	if hasBody(c) {
 		body, err := s.readJSONBody(c)
 		if err != nil {
 			return err
 		}
-		if args, err = parseBindArgs(body); err != nil {
+		if args, err = input.ParseBindArgs(body); err != nil {
 			return err
 		}
 	}
@@ -233,53 +232,4 @@ func queryFailed(ctx context.Context, limit time.Duration, err error) error {
 		err = fmt.Errorf("the query ran longer than the maximum query time (%s) and was cancelled: %w", limit, err)
 	}
 	return &queryError{err: err}
-}
-
-// bindArg is one element of a named query's body.
-type bindArg struct {
-	Type  string
-	Value json.RawMessage
-}
-
-// parseBindArgs reads a JSON array of flat {"@type","@value"} objects (a
-// single object counts as one argument). Anything else is the client's
-// mistake: 400.
-func parseBindArgs(body []byte) ([]bindArg, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return nil, nil
-	}
-	var raws []json.RawMessage
-	switch body[0] {
-	case '[':
-		if err := json.Unmarshal(body, &raws); err != nil {
-			return nil, fmt.Errorf("%w: the bind values are not a JSON array: %v", region.ErrInvalid, err)
-		}
-	case '{':
-		raws = []json.RawMessage{body}
-	default:
-		return nil, fmt.Errorf("%w: the body must be a JSON array of {\"@type\",\"@value\"} objects", region.ErrInvalid)
-	}
-	args := make([]bindArg, len(raws))
-	for i, raw := range raws {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("%w: bind value %d is not a JSON object", region.ErrInvalid, i+1)
-		}
-		var typ string
-		if err := json.Unmarshal(m["@type"], &typ); err != nil || m["@type"] == nil {
-			return nil, fmt.Errorf("%w: bind value %d needs a string \"@type\"", region.ErrInvalid, i+1)
-		}
-		v := bytes.TrimSpace(m["@value"])
-		if len(v) > 0 && (v[0] == '[' || v[0] == '{') {
-			return nil, fmt.Errorf("%w: bind value %d: \"@value\" must be a scalar, not an array or object", region.ErrInvalid, i+1)
-		}
-		for k := range m {
-			if k != "@type" && k != "@value" {
-				return nil, fmt.Errorf("%w: bind value %d has an unknown member %q", region.ErrInvalid, i+1, k)
-			}
-		}
-		args[i] = bindArg{Type: typ, Value: v}
-	}
-	return args, nil
 }

@@ -1,4 +1,4 @@
-package rest
+package input
 
 import (
 	"errors"
@@ -16,10 +16,10 @@ func FuzzBindArgs(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		args, err := parseBindArgs(body)
+		args, err := ParseBindArgs(body)
 		if err != nil {
 			if !errors.Is(err, region.ErrInvalid) {
-				t.Fatalf("parseBindArgs(%q) = %v, want a 400 error", body, err)
+				t.Fatalf("ParseBindArgs(%q) = %v, want a 400 error", body, err)
 			}
 			return
 		}

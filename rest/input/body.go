@@ -1,0 +1,186 @@
+package input
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// The JSON bodies of writes and of the management API. rest has checked
+// that a body is declared as JSON and within the size limit; these decide
+// whether it is one the API accepts.
+
+// ParseArray splits the body of a multi-key PUT, a JSON array, into its
+// elements, keeping each element's bytes as sent (values are never
+// re-serialized), and checks it has want elements, one per key of the path.
+func ParseArray(body []byte, want int) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, fmt.Errorf("%w: a multi-key PUT needs a JSON array of %d values, one per key", region.ErrInvalid, want)
+	}
+	var elems []json.RawMessage
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("%w: malformed JSON in element %d: %v", region.ErrInvalid, len(elems), err)
+		}
+		elems = append(elems, raw)
+	}
+	if err := endOfJSON(dec, json.Delim(']')); err != nil {
+		return nil, err
+	}
+	if len(elems) != want {
+		return nil, fmt.Errorf("%w: the body has %d values for %d keys", region.ErrInvalid, len(elems), want)
+	}
+	return elems, nil
+}
+
+// ParseCASPair reads a CAS body, {"@old":{..},"@new":{..}}: both members
+// present, both objects (region.NormalizeValue), nothing else.
+func ParseCASPair(raw []byte) (oldV, newV json.RawMessage, err error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf(`%w: a CAS body is {"@old":{...},"@new":{...}}: `+format, append([]any{region.ErrInvalid}, a...)...)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, bad("the body is not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, bad("malformed JSON: %v", err)
+		}
+		name, _ := tok.(string)
+		var member json.RawMessage
+		if err := dec.Decode(&member); err != nil {
+			return nil, nil, bad("malformed JSON: %v", err)
+		}
+		var dst *json.RawMessage
+		switch name {
+		case "@old":
+			dst = &oldV
+		case "@new":
+			dst = &newV
+		default:
+			return nil, nil, bad("unexpected member %q", name)
+		}
+		if *dst != nil {
+			return nil, nil, bad("member %q appears twice", name)
+		}
+		if *dst, err = region.NormalizeValue(member); err != nil {
+			return nil, nil, fmt.Errorf("CAS member %s: %w", name, err)
+		}
+	}
+	if err := endOfJSON(dec, json.Delim('}')); err != nil {
+		return nil, nil, err
+	}
+	if oldV == nil || newV == nil {
+		return nil, nil, bad("@old and @new are both required")
+	}
+	return oldV, newV, nil
+}
+
+// endOfJSON consumes the closing delimiter and checks nothing follows it.
+func endOfJSON(dec *json.Decoder, closing json.Delim) error {
+	if tok, err := dec.Token(); err != nil || tok != closing {
+		return fmt.Errorf("%w: malformed JSON: expected %q", region.ErrInvalid, closing)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: malformed JSON: data after the closing %q", region.ErrInvalid, closing)
+	}
+	return nil
+}
+
+// decodeObject decodes body, one JSON object, into v strictly: unknown
+// members are refused rather than ignored, because a client that sends a
+// setting we do not honour (a Geode region attribute, say) must learn so,
+// and so is anything after the object. shape shows the client what a
+// valid body looks like; what names the object in the trailing-data error.
+func decodeObject(body []byte, v any, shape, what string) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %s: %v", region.ErrInvalid, shape, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: malformed JSON: data after the %s object", region.ErrInvalid, what)
+	}
+	return nil
+}
+
+// ParseRegionConfig reads the body of a region creation,
+// {"name":"orders","type":"REPLICATE"}, and validates the name and type.
+func ParseRegionConfig(body []byte) (region.Info, error) {
+	var cfg struct {
+		Name string `json:"name"`
+		Type string `json:"type"`
+	}
+	if err := decodeObject(body, &cfg, `a region is {"name":"...","type":"REPLICATE"|"PARTITION"}`, "region"); err != nil {
+		return region.Info{}, err
+	}
+	if err := region.ValidateName(cfg.Name); err != nil {
+		return region.Info{}, err
+	}
+	kind, err := region.ParseKind(cfg.Type)
+	if err != nil {
+		return region.Info{}, err
+	}
+	return region.Info{Name: cfg.Name, Kind: kind}, nil
+}
+
+// ParseIndex reads the body of an index creation on regionName,
+// {"name":..,"expression":"o.customerId","from":"/orders o"}. The
+// definition itself is the store's to check, when it compiles it.
+func ParseIndex(regionName string, body []byte) (region.IndexInfo, error) {
+	var def struct {
+		Name       string `json:"name"`
+		Expression string `json:"expression"`
+		From       string `json:"from"`
+	}
+	shape := fmt.Sprintf(`an index is {"name":"...","expression":"o.customerId","from":"/%s o"}`, regionName)
+	if err := decodeObject(body, &def, shape, "index"); err != nil {
+		return region.IndexInfo{}, err
+	}
+	return region.IndexInfo{Name: def.Name, Expression: def.Expression, From: def.From}, nil
+}
+
+// FunctionSpec is a function deployment as a client sends it: everything
+// but the id, which is the path's. Package function checks the source when
+// it is deployed.
+type FunctionSpec struct {
+	Source      string
+	Permission  string
+	DataAware   bool
+	HasResult   bool
+	Description string
+	Timeout     string
+}
+
+// ParseFunctionSpec reads the body of PUT /management/v1/functions/{id}:
+// "source" is required, "hasResult" defaults to true.
+func ParseFunctionSpec(body []byte) (FunctionSpec, error) {
+	var d struct {
+		Source      *string `json:"source"`
+		Permission  string  `json:"permission"`
+		DataAware   bool    `json:"dataAware"`
+		HasResult   *bool   `json:"hasResult"`
+		Description string  `json:"description"`
+		Timeout     string  `json:"timeout"`
+	}
+	if err := decodeObject(body, &d, `a function is {"source":"function execute(ctx) {...}","permission":"DATA:WRITE","dataAware":false,"hasResult":true}`, "function"); err != nil {
+		return FunctionSpec{}, err
+	}
+	if d.Source == nil {
+		return FunctionSpec{}, fmt.Errorf("%w: \"source\" is required", region.ErrInvalid)
+	}
+	hasResult := true
+	if d.HasResult != nil {
+		hasResult = *d.HasResult
+	}
+	return FunctionSpec{
+		Source: *d.Source, Permission: d.Permission, DataAware: d.DataAware, HasResult: hasResult, Description: d.Description, Timeout: d.Timeout,
+	}, nil
+}

@@ -1,0 +1,87 @@
+package input
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kvnode/kvnode/region"
+)
+
+// TestParseArray: a multi-key body's elements keep their bytes as sent,
+// and must be one per key.
+func TestParseArray(t *testing.T) {
+	elems, err := ParseArray([]byte(`[ {"p":10.0} ,{"n":9223372036854775807}]`), 2)
+	checkErr(t, err, "")
+	if len(elems) != 2 || string(elems[0]) != `{"p":10.0}` || string(elems[1]) != `{"n":9223372036854775807}` {
+		t.Errorf("elements %q, want the bytes as sent", elems)
+	}
+	for body, want := range map[string]string{
+		`{"a":1}`:    "invalid request: a multi-key PUT needs a JSON array of 2 values, one per key",
+		`[{},{},{}]`: "invalid request: the body has 3 values for 2 keys",
+		`[{},{}] x`:  `invalid request: malformed JSON: data after the closing "]"`,
+		`[{},{}`:     `invalid request: malformed JSON: expected "]"`,
+	} {
+		_, err := ParseArray([]byte(body), 2)
+		checkErr(t, err, want)
+	}
+}
+
+// TestParseCASPair: exactly @old and @new, both objects.
+func TestParseCASPair(t *testing.T) {
+	oldV, newV, err := ParseCASPair([]byte(`{"@new":{"a":2.0},"@old":{"a":1}}`))
+	checkErr(t, err, "")
+	if string(oldV) != `{"a":1}` || string(newV) != `{"a":2.0}` {
+		t.Errorf("old %s new %s", oldV, newV)
+	}
+	const shape = `invalid request: a CAS body is {"@old":{...},"@new":{...}}: `
+	for body, want := range map[string]string{
+		`[]`:                              shape + "the body is not a JSON object",
+		`{"@old":{}}`:                     shape + "@old and @new are both required",
+		`{"@old":{},"@new":{},"x":{}}`:    shape + `unexpected member "x"`,
+		`{"@old":{},"@old":{},"@new":{}}`: shape + `member "@old" appears twice`,
+		`{"@old":{},"@new":{}} {}`:        `invalid request: malformed JSON: data after the closing "}"`,
+	} {
+		_, _, err := ParseCASPair([]byte(body))
+		checkErr(t, err, want)
+	}
+	if _, _, err := ParseCASPair([]byte(`{"@old":1,"@new":{}}`)); err == nil || !strings.HasPrefix(err.Error(), "CAS member @old: ") {
+		t.Errorf("a scalar @old: %v, want the member named", err)
+	}
+}
+
+// TestManagementBodies: region, index and function bodies are decoded
+// strictly, with the shape of a valid body in the cause.
+func TestManagementBodies(t *testing.T) {
+	info, err := ParseRegionConfig([]byte(`{"name":"orders","type":"PARTITION"}`))
+	checkErr(t, err, "")
+	if info != (region.Info{Name: "orders", Kind: region.Partition}) {
+		t.Errorf("region %+v", info)
+	}
+	_, err = ParseRegionConfig([]byte(`{"name":"orders","type":"REPLICATE","scope":"x"}`))
+	checkErr(t, err, `invalid request: a region is {"name":"...","type":"REPLICATE"|"PARTITION"}: json: unknown field "scope"`)
+	_, err = ParseRegionConfig([]byte(`{"name":"orders","type":"REPLICATE"}{}`))
+	checkErr(t, err, "invalid request: malformed JSON: data after the region object")
+
+	def, err := ParseIndex("orders", []byte(`{"name":"byCustomer","expression":"o.customerId","from":"/orders o"}`))
+	checkErr(t, err, "")
+	if def.Name != "byCustomer" || def.Expression != "o.customerId" || def.From != "/orders o" {
+		t.Errorf("index %+v", def)
+	}
+	_, err = ParseIndex("100%", []byte(`{"name":"i","unique":true}`))
+	checkErr(t, err, `invalid request: an index is {"name":"...","expression":"o.customerId","from":"/100% o"}: json: unknown field "unique"`)
+
+	spec, err := ParseFunctionSpec([]byte(`{"source":"function execute(ctx) {}"}`))
+	checkErr(t, err, "")
+	if !spec.HasResult || spec.Source != "function execute(ctx) {}" {
+		t.Errorf("function %+v: hasResult defaults to true", spec)
+	}
+	spec, err = ParseFunctionSpec([]byte(`{"source":"","hasResult":false,"timeout":"2s"}`))
+	checkErr(t, err, "")
+	if spec.HasResult || spec.Timeout != "2s" {
+		t.Errorf("function %+v", spec)
+	}
+	_, err = ParseFunctionSpec([]byte(`{"permission":"DATA:READ"}`))
+	checkErr(t, err, `invalid request: "source" is required`)
+	_, err = ParseFunctionSpec([]byte(`{"source":"x"} 1`))
+	checkErr(t, err, "invalid request: malformed JSON: data after the function object")
+}

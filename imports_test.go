@@ -75,7 +75,7 @@ func TestImportRules(t *testing.T) {
 		module + "/oql", module + "/index", module + "/function", module + "/auth", raftPkg, memberlistPkg, echoPkg}
 	forbidden := map[string][]string{
 		"fsm":             {module + "/store", module + "/rest", module + "/cluster", echoPkg},
-		"store":           {module + "/rest", echoPkg},
+		"store":           {module + "/rest", module + "/store/regions", module + "/store/query", echoPkg},
 		"cluster":         {raftPkg, module + "/store", module + "/fsm"},
 		"oql":             {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"index":           {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
@@ -86,6 +86,8 @@ func TestImportRules(t *testing.T) {
 		"store/listing":   {module + "/store", module + "/rest", module + "/cluster", memberlistPkg, echoPkg},
 		"store/placement": {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/transport": {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
+		"store/regions":   {only(module + "/store"), module + "/store/raftgroup", module + "/store/transport", module + "/store/reconcile", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
+		"store/query":     {only(module + "/store"), module + "/store/raftgroup", module + "/store/transport", module + "/store/reconcile", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/reconcile": {only(module + "/store"), module + "/rest", module + "/oql", echoPkg},
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},

@@ -15,6 +15,8 @@ import (
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
+	"github.com/kvnode/kvnode/store/query"
+	"github.com/kvnode/kvnode/store/regions"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -25,6 +27,7 @@ import (
 // functionCluster is function.Cluster over gossip and the store.
 type functionCluster struct {
 	store   *store.Store
+	regions *regions.API
 	members *cluster.Cluster
 }
 
@@ -39,7 +42,7 @@ func (fc functionCluster) Members() []function.Member {
 }
 
 func (fc functionCluster) RegionKind(ctx context.Context, name string) (bool, error) {
-	info, err := fc.store.Region(ctx, region.Linearizable, name)
+	info, err := fc.regions.Region(ctx, region.Linearizable, name)
 	if err != nil {
 		return false, err
 	}
@@ -50,16 +53,18 @@ func (fc functionCluster) PartitionLeaders(ctx context.Context) (int, map[uint64
 	return fc.store.PartitionLeaders(ctx)
 }
 
-// functionData is function.Data over the store.
+// functionData is function.Data over the store, its regions and queries.
 type functionData struct {
 	store   *store.Store
+	regions *regions.API
+	queries *query.Engine
 	cfg     Config
 	restURL string
 	started time.Time
 }
 
 func (d functionData) Get(ctx context.Context, name, key string) (json.RawMessage, error) {
-	vals, err := d.store.Get(ctx, region.Linearizable, name, []string{key})
+	vals, err := d.regions.Get(ctx, region.Linearizable, name, []string{key})
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +72,7 @@ func (d functionData) Get(ctx context.Context, name, key string) (json.RawMessag
 }
 
 func (d functionData) GetMany(ctx context.Context, name string, keys []string) ([]json.RawMessage, error) {
-	return d.store.Get(ctx, region.Linearizable, name, keys)
+	return d.regions.Get(ctx, region.Linearizable, name, keys)
 }
 
 func (d functionData) Put(ctx context.Context, name, key string, value json.RawMessage) error {
@@ -75,7 +80,7 @@ func (d functionData) Put(ctx context.Context, name, key string, value json.RawM
 	if err != nil {
 		return err
 	}
-	return d.store.Put(ctx, name, []region.Entry{{Key: key, Value: v}})
+	return d.regions.Put(ctx, name, []region.Entry{{Key: key, Value: v}})
 }
 
 func (d functionData) PutIfAbsent(ctx context.Context, name, key string, value json.RawMessage) (json.RawMessage, error) {
@@ -83,7 +88,7 @@ func (d functionData) PutIfAbsent(ctx context.Context, name, key string, value j
 	if err != nil {
 		return nil, err
 	}
-	_, err = d.store.PutIfAbsent(ctx, name, region.Entry{Key: key, Value: v})
+	_, err = d.regions.PutIfAbsent(ctx, name, region.Entry{Key: key, Value: v})
 	var ce *region.ConflictError
 	if errors.As(err, &ce) {
 		return ce.Current, nil
@@ -96,7 +101,7 @@ func (d functionData) Replace(ctx context.Context, name, key string, old, newVal
 	if err != nil {
 		return false, err
 	}
-	err = d.store.CAS(ctx, name, []region.CASPair{{Key: key, Old: old, New: v}})
+	err = d.regions.CAS(ctx, name, []region.CASPair{{Key: key, Old: old, New: v}})
 	switch {
 	case err == nil:
 		return true, nil
@@ -108,22 +113,22 @@ func (d functionData) Replace(ctx context.Context, name, key string, old, newVal
 
 // Remove is atomic (store.Remove): the value returned is the one removed.
 func (d functionData) Remove(ctx context.Context, name, key string) (json.RawMessage, error) {
-	return d.store.Remove(ctx, name, key)
+	return d.regions.Remove(ctx, name, key)
 }
 
 func (d functionData) Count(ctx context.Context, name string) (int, error) {
-	return d.store.Count(ctx, region.Linearizable, name)
+	return d.regions.Count(ctx, region.Linearizable, name)
 }
 
 func (d functionData) Query(ctx context.Context, text string, params []any) (json.RawMessage, error) {
-	q, err := d.store.CompileQuery(text)
+	q, err := d.queries.CompileQuery(text)
 	if err != nil {
 		return nil, err
 	}
 	if err := q.CheckBinds("the query", len(params)); err != nil {
 		return nil, err
 	}
-	res, err := d.store.Query(ctx, region.Linearizable, q, params, oql.Options{MaxRows: d.cfg.MaxQueryRows})
+	res, err := d.queries.Query(ctx, region.Linearizable, q, params, oql.Options{MaxRows: d.cfg.MaxQueryRows})
 	if err != nil {
 		return nil, err
 	}
@@ -131,15 +136,15 @@ func (d functionData) Query(ctx context.Context, text string, params []any) (jso
 }
 
 func (d functionData) ScanLocal(ctx context.Context, name string, groups []uint64, fn func(string, json.RawMessage) bool) error {
-	return d.store.ScanLocal(ctx, name, groups, fn)
+	return d.regions.ScanLocal(ctx, name, groups, fn)
 }
 
 func (d functionData) CountLocal(ctx context.Context, name string, groups []uint64) ([]int, error) {
-	return d.store.CountLocal(ctx, name, groups)
+	return d.regions.CountLocal(ctx, name, groups)
 }
 
 func (d functionData) ClearLocal(ctx context.Context, name string, groups []uint64) error {
-	return d.store.ClearLocal(ctx, name, groups)
+	return d.regions.ClearLocal(ctx, name, groups)
 }
 
 // memberInfo is what the MemberInfo function answers for one member.
@@ -257,7 +262,7 @@ func (f functions) Undeploy(ctx context.Context, id string) error {
 }
 
 // newFunctions wires the function service of a node.
-func newFunctions(cfg Config, st *store.Store, cat *catalog.Catalog, members *cluster.Cluster, restURL string) (functions, error) {
+func newFunctions(cfg Config, st *store.Store, regs *regions.API, queries *query.Engine, cat *catalog.Catalog, members *cluster.Cluster, restURL string) (functions, error) {
 	ds := deployments{catalog: cat}
 	reg, err := function.NewRegistry(function.Limits{Timeout: cfg.FunctionTimeout}, ds, function.Builtins()...)
 	if err != nil {
@@ -266,9 +271,9 @@ func newFunctions(cfg Config, st *store.Store, cat *catalog.Catalog, members *cl
 	svc := function.NewService(function.Config{
 		Self:      cfg.Name,
 		Registry:  reg,
-		Cluster:   functionCluster{store: st, members: members},
+		Cluster:   functionCluster{store: st, regions: regs, members: members},
 		Transport: st,
-		Data:      functionData{store: st, cfg: cfg, restURL: restURL, started: time.Now()},
+		Data:      functionData{store: st, regions: regs, queries: queries, cfg: cfg, restURL: restURL, started: time.Now()},
 		// Arguments come from request bodies, which any member forwards.
 		MaxCallBytes: transport.FrameLimit(cfg.MaxBodySize),
 	})

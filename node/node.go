@@ -21,6 +21,8 @@ import (
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
+	"github.com/kvnode/kvnode/store/query"
+	"github.com/kvnode/kvnode/store/regions"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -38,6 +40,8 @@ type Node struct {
 	tls      tlsSetup
 	auth     *auth.Authenticator
 	store    *store.Store
+	regions  *regions.API
+	queries  *query.Engine
 	cluster  *cluster.Cluster
 	restURL  string
 	serveErr chan error
@@ -175,8 +179,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	cleanup = append(cleanup, func() { _ = n.store.Close() })
 
-	cat := catalog.New(n.store)
-	fns, err := newFunctions(cfg, n.store, cat, n.cluster, n.restURL)
+	n.regions = regions.New(n.store.Router(), logger.With("component", "regions"))
+	n.queries = query.New(n.store.Router(), n.regions.Parts())
+	cat := catalog.New(n.store.Router())
+	fns, err := newFunctions(cfg, n.store, n.regions, n.queries, cat, n.cluster, n.restURL)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxQueryTime:    cfg.MaxQueryTime,
 		MaxQueryRows:    cfg.MaxQueryRows,
 		Logger:          logger.With("component", "rest"),
-	}, data{Store: n.store, Catalog: cat}, n.cluster, clusterView{store: n.store, members: n.cluster})
+	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -215,7 +221,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}()
 	if len(cfg.Regions) > 0 {
 		go func() {
-			if err := n.store.EnsureRegions(ctx, cfg.Regions); err != nil && ctx.Err() == nil {
+			if err := n.regions.EnsureRegions(ctx, cfg.Regions); err != nil && ctx.Err() == nil {
 				logger.Error("creating --regions failed", "error", err)
 			}
 		}()
@@ -228,10 +234,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	return n, nil
 }
 
-// data is what the REST API reads and changes: the store's regions,
-// entries, indexes and queries, and the catalog's named queries.
+// data is what the REST API reads and changes: the regions, entries and
+// indexes (package regions), queries (package query), named queries (the
+// catalog), and the store's readiness.
 type data struct {
 	*store.Store
+	*regions.API
+	*query.Engine
 	*catalog.Catalog
 }
 

@@ -9,12 +9,15 @@ import (
 
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
+	"github.com/kvnode/kvnode/store/query"
 	"github.com/kvnode/kvnode/store/raftgroup"
+	"github.com/kvnode/kvnode/store/regions"
 )
 
 // newTestStore is the one constructor every test of real handlers goes
 // through: a real single-node store (Raft with its boltdb log on disk, the
-// state machine, the read barrier) and the catalog over it, standalone,
+// state machine, the read barrier) with the regions, the query engine and
+// the catalog over it, standalone,
 // without gossip. Handlers are tested over exactly what production runs
 // (package node joins the two the same way).
 func newTestStore(tb testing.TB) Store {
@@ -42,6 +45,8 @@ func newTestStore(tb testing.TB) Store {
 			tb.Errorf("close store: %v", err)
 		}
 	})
+	regs := regions.New(st.Router(), nil)
+	queries := query.New(st.Router(), regs.Parts())
 	st.Start()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -56,11 +61,13 @@ func newTestStore(tb testing.TB) Store {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return testData{Store: st, Catalog: catalog.New(st)}
+	return testData{Store: st, API: regs, Engine: queries, Catalog: catalog.New(st.Router())}
 }
 
-// testData is the store and the catalog as one Store.
+// testData is the store, its regions, queries and catalog as one Store.
 type testData struct {
 	*store.Store
+	*regions.API
+	*query.Engine
 	*catalog.Catalog
 }

@@ -19,9 +19,9 @@ func TestCaughtUpChecksTheMember(t *testing.T) {
 	}
 	leader := tc.leader()
 	f := tc.followers(leader)[0]
-	g := leader.control()
+	g := leader.groups.control()
 	waitfor.Cond(t, 10*time.Second, "the follower to apply the leader's entries", func() bool {
-		return f.control().FSM().AppliedIndex() >= g.FSM().AppliedIndex()
+		return f.groups.control().FSM().AppliedIndex() >= g.FSM().AppliedIndex()
 	})
 
 	if !leader.caughtUp(g, raft.Server{ID: raft.ServerID(f.name), Address: raft.ServerAddress(f.addr)}) {

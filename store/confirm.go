@@ -23,7 +23,7 @@ import (
 // Each voter is asked by name at the address gossip gives for it, and the
 // receiver refuses a request meant for another member, so one member can
 // never be counted twice after addresses were shuffled by a restart.
-func (s *Store) confirmLeadership(g *raftgroup.Group, term uint64) error {
+func (r *Router) confirmLeadership(g *raftgroup.Group, term uint64) error {
 	cfg, err := g.Configuration()
 	if err != nil {
 		return err
@@ -35,21 +35,21 @@ func (s *Store) confirmLeadership(g *raftgroup.Group, term uint64) error {
 			continue
 		}
 		voters++
-		if string(srv.ID) == s.name {
+		if string(srv.ID) == r.name {
 			self = true
 		} else {
 			others = append(others, srv)
 		}
 	}
 	if !self {
-		return fmt.Errorf("%w: %s is not a voter of group %d", region.ErrNotLeader, s.name, g.ID())
+		return fmt.Errorf("%w: %s is not a voter of group %d", region.ErrNotLeader, r.name, g.ID())
 	}
 	quorum := voters/2 + 1
 	confirmed := 1
 	if confirmed >= quorum {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.Raft.WithDefaults().ElectionTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.Raft.WithDefaults().ElectionTimeout)
 	defer cancel()
 	type answer struct {
 		id   raft.ServerID
@@ -57,7 +57,7 @@ func (s *Store) confirmLeadership(g *raftgroup.Group, term uint64) error {
 		err  error
 	}
 	answers := make(chan answer, len(others))
-	addrs := memberAddrs{s.cfg.Members}
+	addrs := memberAddrs{r.cfg.Members}
 	for _, srv := range others {
 		go func() {
 			a, _ := addrs.ServerAddr(srv.ID)
@@ -66,7 +66,7 @@ func (s *Store) confirmLeadership(g *raftgroup.Group, term uint64) error {
 				answers <- answer{id: srv.ID, err: fmt.Errorf("%s: %w", srv.ID, transport.ErrUnreachable)}
 				return
 			}
-			t, err := s.client.term(ctx, addr, g.ID(), string(srv.ID))
+			t, err := r.client.term(ctx, addr, g.ID(), string(srv.ID))
 			answers <- answer{id: srv.ID, term: t, err: err}
 		}()
 	}

@@ -21,20 +21,20 @@ func TestConfirmLeadership(t *testing.T) {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	g := leader.control()
+	g := leader.groups.control()
 	term := g.Raft().CurrentTerm()
-	if err := leader.confirmLeadership(g, term); err != nil {
+	if err := leader.router.confirmLeadership(g, term); err != nil {
 		t.Fatalf("the leader of term %d: %v", term, err)
 	}
 	// As a deposed leader sees it: the voters are in a term after its own.
-	err := leader.confirmLeadership(g, term-1)
+	err := leader.router.confirmLeadership(g, term-1)
 	if !errors.Is(err, region.ErrNotLeader) || !strings.Contains(err.Error(), "after this leader's") {
 		t.Fatalf("a leader of an older term: %v, want ErrNotLeader naming the later term", err)
 	}
 
 	// The term RPC answers only for the member it names.
 	f := tc.followers(leader)[0]
-	if got, err := leader.client.term(ctxT(t, 5*time.Second), f.addr, 0, f.name); err != nil || got != f.control().Raft().CurrentTerm() {
+	if got, err := leader.client.term(ctxT(t, 5*time.Second), f.addr, 0, f.name); err != nil || got != f.groups.control().Raft().CurrentTerm() {
 		t.Fatalf("term of %s = %d, %v", f.name, got, err)
 	}
 	if _, err := leader.client.term(ctxT(t, 5*time.Second), f.addr, 0, leader.name); err == nil {
@@ -46,7 +46,7 @@ func TestConfirmLeadership(t *testing.T) {
 		tc.crash(o.name)
 	}
 	start := time.Now()
-	err = leader.confirmLeadership(g, term)
+	err = leader.router.confirmLeadership(g, term)
 	if !errors.Is(err, region.ErrNotLeader) {
 		t.Fatalf("a leader alone: %v, want ErrNotLeader", err)
 	}

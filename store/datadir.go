@@ -29,7 +29,7 @@ const (
 	nodeNameFile = "node-name"
 	// raftDirName, in the data dir, holds the Raft groups' dirs.
 	raftDirName = "raft"
-	// droppedSuffix marks a partition group's dir while dropPartition
+	// droppedSuffix marks a partition group's dir while groupSet.drop
 	// deletes it: renamed first, so that a crash in the middle of the
 	// deletion leaves a dir that is plainly garbage, not a group dir with
 	// some of its files gone.

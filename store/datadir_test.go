@@ -198,7 +198,7 @@ func TestGroupDirLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New with the leftovers of cut creations and deletions: %v", err)
 	}
-	if g := s.groupByID(3); g != nil {
+	if g := s.groups.get(3); g != nil {
 		t.Error("group 3, whose creation was cut short, was opened at start")
 	}
 	for _, gone := range []string{filepath.Join(gdir, groupInfoFile+".tmp"), filepath.Join(gdir, groupInfoFile), dropped} {
@@ -217,15 +217,15 @@ func TestDropPartitionDeletesItsDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := s.openPartition(3, 4)
+	g, err := s.groups.openPartition(3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gdir := s.groupDir(3)
+	gdir := s.groups.dir(3)
 	if got := readTestFile(t, filepath.Join(gdir, groupInfoFile)); got != `{"id":3,"partitions":4}` {
 		t.Fatalf("group.json = %s, want {\"id\":3,\"partitions\":4}", got)
 	}
-	s.dropPartition(g)
+	s.groups.drop(g)
 	for _, gone := range []string{gdir, gdir + droppedSuffix} {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s exists (%v) after the drop, want it deleted", gone, err)

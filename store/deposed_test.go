@@ -43,7 +43,7 @@ import (
 // other members use the usual test timeouts.
 func TestDeposedLeaderRead(t *testing.T) {
 	t.Run("confirmLeadership refuses it", func(t *testing.T) {
-		res := deposedLeaderRead(t, func(s *Store) raftgroup.ConfirmFunc { return s.confirmLeadership })
+		res := deposedLeaderRead(t, func(s *Store) raftgroup.ConfirmFunc { return s.router.confirmLeadership })
 		if !errors.Is(res.err, region.ErrNotLeader) || !strings.Contains(res.err.Error(), "after this leader's") {
 			t.Fatalf("read on the deposed leader = %s, %v; want ErrNotLeader naming the later term (the newer value %s was acknowledged)",
 				res.value, res.err, res.acked)
@@ -110,14 +110,14 @@ func deposedLeaderRead(t *testing.T, confirm func(*Store) raftgroup.ConfirmFunc)
 	waitfor.Cond(t, 30*time.Second, "n2 to take the control group's leadership", func() bool {
 		for _, n := range []*testNode{n0, n1} {
 			if n.IsLeader() {
-				_ = n.control().Raft().LeadershipTransferToServer("n2", raft.ServerAddress(n2.addr)).Error()
+				_ = n.groups.control().Raft().LeadershipTransferToServer("n2", raft.ServerAddress(n2.addr)).Error()
 			}
 		}
 		return n2.IsLeader()
 	})
-	g := n2.control()
-	mustCreate(t, n2.Store, "r", region.Replicate)
-	mustPut(t, n2.Store, "r", "k", `{"v":1}`)
+	g := n2.groups.control()
+	mustCreate(t, n2, "r", region.Replicate)
+	mustPut(t, n2, "r", "k", `{"v":1}`)
 	// A linearizable read on n2: its read index is ready in this term (a
 	// barrier), so the round below needs no new entry committed.
 	if _, err := n2.Get(ctxT(t, 10*time.Second), region.Linearizable, "r", []string{"k"}); err != nil {
@@ -136,10 +136,10 @@ func deposedLeaderRead(t *testing.T, confirm func(*Store) raftgroup.ConfirmFunc)
 	// n0 and n1 elect a leader in a later term, which acknowledges v2.
 	waitfor.Cond(t, 20*time.Second, "n0 and n1 to elect a new leader", func() bool {
 		l := n0.Leader()
-		return l != "" && l != "n2" && l == n1.Leader() && n0.control().Raft().CurrentTerm() > term
+		return l != "" && l != "n2" && l == n1.Leader() && n0.groups.control().Raft().CurrentTerm() > term
 	})
 	const acked = `{"v":2}`
-	mustPut(t, n0.Store, "r", "k", acked)
+	mustPut(t, n0, "r", "k", acked)
 	if !n2.IsLeader() || g.Raft().CurrentTerm() != term {
 		t.Fatalf("n2 no longer believes it leads term %d: the scenario needs a deposed leader that does", term)
 	}

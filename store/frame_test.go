@@ -39,7 +39,7 @@ func TestForwardedCommandIsDecodedBeforeTheLog(t *testing.T) {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "r", region.Replicate)
+	mustCreate(t, leader, "r", region.Replicate)
 	follower := tc.followers(leader)[0]
 	ctx := ctxT(t, 20*time.Second)
 
@@ -65,7 +65,7 @@ func TestForwardedCommandIsDecodedBeforeTheLog(t *testing.T) {
 		t.Fatalf("write after the refused commands: %v", err)
 	}
 	for _, n := range tc.running() {
-		if err := n.control().Halted(); err != nil {
+		if err := n.groups.control().Halted(); err != nil {
 			t.Errorf("%s: group 0 halted: %v", n.name, err)
 		}
 	}
@@ -86,7 +86,7 @@ func TestFrameLimitFollowsTheBodyLimit(t *testing.T) {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "r", region.Replicate)
+	mustCreate(t, leader, "r", region.Replicate)
 	ctx := ctxT(t, 30*time.Second)
 
 	for _, n := range tc.running() {
@@ -166,7 +166,8 @@ func TestRPCAnswerIsNeverCut(t *testing.T) {
 	}
 	// A read whose answer is too large is not retried elsewhere: it is
 	// refused as too large.
-	_, err = c.read(ctx, serve(limit+1), 1, readReq{Op: readGet, Region: "r", Keys: []string{"k"}})
+	rt := &Router{client: c}
+	_, err = rt.Call(ctx, serve(limit+1), 1, "read", []byte(`{"op":"get","region":"r","keys":["k"]}`))
 	if !errors.Is(err, region.ErrTooLarge) || retryableRead(err) {
 		t.Errorf("read with an over-limit answer: %v; want ErrTooLarge, not retried", err)
 	}
@@ -209,10 +210,10 @@ func TestLargeRemoteAnswersAreRefusedWhole(t *testing.T) {
 	waitfor.Cond(t, 30*time.Second, "a node that does not host group 1, and placement settled", func() bool {
 		outsider = nil
 		for _, n := range tc.running() {
-			if tbl, _, ok := n.table(); !ok || len(tbl.Groups) != 4 {
+			if tbl, _, ok := n.router.table(); !ok || len(tbl.Groups) != 4 {
 				return false
 			}
-			if n.groupByID(gid) == nil && n.localFor(gid) == nil {
+			if n.groups.get(gid) == nil && n.router.localFor(gid) == nil {
 				outsider = n
 			}
 		}
@@ -245,7 +246,7 @@ func TestLargeRemoteAnswersAreRefusedWhole(t *testing.T) {
 	if _, err := outsider.Query(ctx, region.Linearizable, q, nil, queryOpts()); !errors.Is(err, region.ErrTooLarge) {
 		t.Errorf("query of three large values through %s: %v; want ErrTooLarge", outsider.name, err)
 	}
-	if outsider.groupByID(gid) != nil {
+	if outsider.groups.get(gid) != nil {
 		t.Fatalf("%s started hosting group %d during the test: placement moved", outsider.name, gid)
 	}
 }
@@ -265,7 +266,7 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 	var g *raftgroup.Group
 	waitfor.Cond(t, 10*time.Second, "the leader of group 1", func() bool {
 		for _, n := range tc.running() {
-			if lg := n.groupByID(poisoned); lg != nil && lg.IsLeader() {
+			if lg := n.groups.get(poisoned); lg != nil && lg.IsLeader() {
 				g = lg
 				return true
 			}
@@ -287,7 +288,7 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 		waitfor.Cond(t, 30*time.Second, "group 1 halted on two members, and their /readyz saying so", func() bool {
 			halted := 0
 			for _, n := range tc.running() {
-				lg := n.groupByID(poisoned)
+				lg := n.groups.get(poisoned)
 				if lg == nil || lg.Halted() == nil {
 					continue
 				}
@@ -332,30 +333,6 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 	checkHalted()
 }
 
-// TestSpansGroupsWaitsForTheTable: before this node knows the partition
-// table, whether keys span groups is unknown; it used to answer "no", and a
-// multi-group REPLACE, CAS or DELETE then skipped the precheck that keeps it
-// all-or-nothing. Now it waits for the table like any partitioned
-// operation, and fails (503) when none comes.
-func TestSpansGroupsWaitsForTheTable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not started: no bootstrap, so no partition table, for as long as the
-	// test needs.
-	s, err := New(Config{NodeName: "n1", DataDir: t.TempDir(), Listener: ln, Advertise: ln.Addr().String(), LeaderWait: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	keys := []string{"a", "b", "c", "d", "e", "f"}
-	spans, err := s.spansGroups(ctxT(t, 5*time.Second), keys)
-	if !errors.Is(err, region.ErrNoLeader) {
-		t.Fatalf("spansGroups without a partition table = %v, %v; want an ErrNoLeader error (503), not an answer", spans, err)
-	}
-}
-
 // queryOpts are the options a REST query uses, for store tests.
 func queryOpts() oql.Options { return oql.Options{MaxRows: 100000} }
 
@@ -370,10 +347,10 @@ func TestLargeCommandIsStaged(t *testing.T) {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "r", region.Replicate)
+	mustCreate(t, leader, "r", region.Replicate)
 	ctx := ctxT(t, 60*time.Second)
 	v := bigValue(9 << 20)
-	before := leader.control().Raft().LastIndex()
+	before := leader.groups.control().Raft().LastIndex()
 	// A PUT is idempotent: one whose outcome is unknown (a loaded machine
 	// under -race can cost a leader its lease) is sent again.
 	for try := 1; ; try++ {
@@ -386,7 +363,7 @@ func TestLargeCommandIsStaged(t *testing.T) {
 		}
 		leader = tc.leader()
 	}
-	if n := leader.control().Raft().LastIndex() - before; n < 10 {
+	if n := leader.groups.control().Raft().LastIndex() - before; n < 10 {
 		t.Errorf("the 9 MiB put took %d log entries, want 9 chunks and a commit", n)
 	}
 	for _, n := range tc.running() {

@@ -14,7 +14,9 @@ import (
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/internal/waitfor"
+	"github.com/kvnode/kvnode/store/query"
 	"github.com/kvnode/kvnode/store/raftgroup"
+	"github.com/kvnode/kvnode/store/regions"
 )
 
 // world is a fake gossip view shared by the nodes of a test: the test says
@@ -93,6 +95,10 @@ type testNode struct {
 	dir  string
 	addr string
 	*Store
+	// The data API and the query engine over the store, wired as package
+	// node wires them.
+	*regions.API
+	*query.Engine
 }
 
 type testCluster struct {
@@ -170,8 +176,9 @@ func (tc *testCluster) start(name string) *testNode {
 	if err != nil {
 		tc.t.Fatalf("start %s: %v", name, err)
 	}
+	regs := regions.New(s.Router(), cfg.Logger)
 	tc.mu.Lock()
-	n.Store = s
+	n.Store, n.API, n.Engine = s, regs, query.New(s.Router(), regs.Parts())
 	tc.mu.Unlock()
 	s.Start()
 	tc.world.set(cluster.Member{Name: name, Meta: cluster.Meta{InternalAddr: n.addr, BootstrapExpect: tc.expect}, Status: cluster.StatusAlive})
@@ -184,7 +191,7 @@ func (tc *testCluster) crash(name string) {
 	tc.mu.Lock()
 	n := tc.nodes[name]
 	st := n.Store
-	n.Store = nil
+	n.Store, n.API, n.Engine = nil, nil, nil
 	tc.mu.Unlock()
 	if err := st.Close(); err != nil {
 		tc.t.Logf("close %s: %v", name, err)
@@ -229,7 +236,7 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 // voters returns the group 0 voters and non-voters as the leader sees them.
 func (tc *testCluster) suffrage(n *testNode) (voters, nonvoters []string) {
 	tc.t.Helper()
-	conf, err := n.control().Configuration()
+	conf, err := n.groups.control().Configuration()
 	if err != nil {
 		tc.t.Fatalf("configuration: %v", err)
 	}

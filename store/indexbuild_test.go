@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/regions"
 )
 
 // TestCreateIndexReturnsOnceBuiltHere: an index over a region too large to
@@ -15,7 +16,7 @@ import (
 func TestCreateIndexReturnsOnceBuiltHere(t *testing.T) {
 	tc := partitionCluster(t, 1, 2, 1, nil)
 	n := tc.leader()
-	mustCreate(t, n.Store, "r", region.Replicate)
+	mustCreate(t, n, "r", region.Replicate)
 	const count = 12_000 // > 2 × fsm's inline budget, also per partition group
 	for _, name := range []string{"r", "p"} {
 		for start := 0; start < count; start += 2000 {
@@ -33,18 +34,18 @@ func TestCreateIndexReturnsOnceBuiltHere(t *testing.T) {
 		if err := n.CreateIndex(ctxT(t, 20*time.Second), name, def); err != nil {
 			t.Fatalf("create index on %s: %v", name, err)
 		}
-		ref, ok := lookup(n.control(), name)
+		ref, ok := regions.Lookup(n.groups.control().FSM(), name)
 		if !ok {
 			t.Fatalf("region %s not found", name)
 		}
 		indexed := 0
-		for _, g := range n.localGroups() {
+		for _, g := range n.groups.sorted() {
 			id := uint64(0)
-			if ref.kind == region.Partition {
+			if ref.Kind == region.Partition {
 				if g.ID() == controlGroup {
 					continue
 				}
-				id = ref.id
+				id = ref.ID
 			} else if g.ID() != controlGroup {
 				continue
 			}

@@ -24,7 +24,7 @@ const maxLagToPromote = 256
 // member's, whose progress says nothing about this one's.
 func (s *Store) caughtUp(g *raftgroup.Group, srv raft.Server) bool {
 	addr, _ := transport.SplitRaftAddr(srv.Address)
-	if live, ok := s.internalAddrs()[string(srv.ID)]; ok {
+	if live, ok := s.router.internalAddrs()[string(srv.ID)]; ok {
 		addr = live
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -54,7 +54,7 @@ func (s *Store) caughtUp(g *raftgroup.Group, srv raft.Server) bool {
 // cluster stays, so that a whole-cluster shutdown restarts with its data.
 // Leave is bounded by ctx.
 func (s *Store) Leave(ctx context.Context) error {
-	g := s.control()
+	g := s.groups.control()
 	if g == nil {
 		return region.ErrShuttingDown
 	}
@@ -102,7 +102,7 @@ func (s *Store) Leave(ctx context.Context) error {
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if err := s.pause(ctx, g, attempt, since, last); err != nil {
+		if err := s.router.pause(ctx, g, attempt, since, last); err != nil {
 			return fmt.Errorf("leave: %w", err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/waitfor"
+	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -35,7 +36,7 @@ func partitionCluster(t *testing.T, n, p, rf int, tune func(*Config)) *testClust
 		tc.start(name)
 	}
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "p", region.Partition)
+	mustCreate(t, leader, "p", region.Partition)
 	tc.waitGroupsLed(p)
 	return tc
 }
@@ -50,7 +51,7 @@ func (tc *testCluster) waitGroupsLed(p int) {
 			if n.Store == nil {
 				continue
 			}
-			for _, g := range n.localGroups() {
+			for _, g := range n.groups.sorted() {
 				if g.ID() != controlGroup && g.IsLeader() {
 					led[g.ID()] = true
 				}
@@ -123,7 +124,7 @@ func (tc *testCluster) hostedCounts(t *testing.T) map[string]int {
 		counts[n.name] = 0
 	}
 	for _, n := range tc.running() {
-		for _, g := range n.localGroups() {
+		for _, g := range n.groups.sorted() {
 			if g.ID() == controlGroup || !g.IsLeader() {
 				continue
 			}
@@ -167,7 +168,7 @@ func TestPartitionedRegionOnThreeNodes(t *testing.T) {
 	tc.waitGroupsLed(4)
 	checkKeys(t, tc, "p", n)
 	for _, node := range tc.running() {
-		mustPut(t, node.Store, "p", "after-"+node.name, `{"ok":1}`)
+		mustPut(t, node, "p", "after-"+node.name, `{"ok":1}`)
 	}
 	// It comes back and catches up.
 	back := tc.start("n1")
@@ -179,12 +180,12 @@ func TestPartitionedRegionOnThreeNodes(t *testing.T) {
 
 func TestPartitionedMultiKeySemantics(t *testing.T) {
 	tc := partitionCluster(t, 3, 4, 3, nil)
-	s := tc.nodes["n0"].Store
+	s := tc.nodes["n0"]
 	ctx := ctxT(t, 30*time.Second)
 	// Keys chosen to span groups.
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-	if spans, err := s.spansGroups(ctx, keys); err != nil || !spans {
-		t.Fatalf("test keys all fall into one group (%v)", err)
+	if slices.IndexFunc(keys, func(k string) bool { return partition.GroupForKey(k, 4) != partition.GroupForKey(keys[0], 4) }) < 0 {
+		t.Fatal("test keys all fall into one group")
 	}
 	var entries []region.Entry
 	for i, k := range keys {
@@ -287,10 +288,10 @@ func TestPartitionedGeneratedKeysAreUnique(t *testing.T) {
 
 func TestPartitionedRegionDestroyAndRecreate(t *testing.T) {
 	tc := partitionCluster(t, 3, 4, 3, nil)
-	s := tc.nodes["n2"].Store
+	s := tc.nodes["n2"]
 	ctx := ctxT(t, 30*time.Second)
 	putKeys(t, tc, "p", 100)
-	oldRef, err := s.resolve(ctx, "p", region.Linearizable)
+	oldRef, err := s.Parts().Resolve(ctx, "p", region.Linearizable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,10 +307,8 @@ func TestPartitionedRegionDestroyAndRecreate(t *testing.T) {
 	}
 	// A write still carrying the destroyed incarnation's ID (as from a node
 	// whose copy of group 0 is behind) must not land anywhere.
-	err = s.applySplit(ctx, []string{"k0001"}, func([]int) *fsm.Command {
-		return &fsm.Command{Op: fsm.OpPut, Region: "p", RegionID: oldRef.id,
-			Entries: []region.Entry{{Key: "k0001", Value: val(`{"late":true}`)}}}
-	})
+	_, err = s.Router().Apply(ctx, partition.GroupForKey("k0001", 4), &fsm.Command{Op: fsm.OpPut, Region: "p", RegionID: oldRef.ID,
+		Entries: []region.Entry{{Key: "k0001", Value: val(`{"late":true}`)}}})
 	if !errors.Is(err, region.ErrRegionNotFound) {
 		t.Fatalf("late write with the destroyed region's ID: %v, want ErrRegionNotFound", err)
 	}

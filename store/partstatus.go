@@ -35,10 +35,10 @@ type PartitionTable struct {
 // Partitions reports the partition table (read linearizably from group 0)
 // and, for every group, its leader's view, asking the members that host it.
 func (s *Store) Partitions(ctx context.Context) (PartitionTable, error) {
-	if _, err := s.readGroup(ctx, region.Linearizable); err != nil {
+	if _, err := s.router.controlRead(ctx, region.Linearizable); err != nil {
 		return PartitionTable{}, err
 	}
-	t, _, ok := s.table()
+	t, _, ok := s.router.table()
 	if !ok {
 		return PartitionTable{}, errNoTable
 	}
@@ -80,7 +80,7 @@ func (s *Store) groupLeaders(ctx context.Context, t partition.Table) map[uint64]
 			hosts[m] = true
 		}
 	}
-	addrs := s.internalAddrs()
+	addrs := s.router.internalAddrs()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

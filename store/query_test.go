@@ -39,7 +39,7 @@ func runQuery(t *testing.T, n *testNode, text string, params ...any) (string, er
 func TestQueriesAcrossNodes(t *testing.T) {
 	tc := partitionCluster(t, 4, 4, 2, nil)
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "cust", region.Replicate)
+	mustCreate(t, leader, "cust", region.Replicate)
 	const orders = 200
 	var entries []region.Entry
 	for i := range orders {
@@ -50,7 +50,7 @@ func TestQueriesAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for c := range 10 {
-		mustPut(t, leader.Store, "cust", fmt.Sprintf("c%d", c), fmt.Sprintf(`{"cust":%d,"name":"n%d","vip":%v}`, c, c, c < 3))
+		mustPut(t, leader, "cust", fmt.Sprintf("c%d", c), fmt.Sprintf(`{"cust":%d,"name":"n%d","vip":%v}`, c, c, c < 3))
 	}
 
 	// Expected answers, computed here.
@@ -98,7 +98,7 @@ func TestQueriesAcrossNodes(t *testing.T) {
 		"SELECT o.id FROM /p o ORDER BY o.total",             // ORDER BY not derivable from the projection
 		"SELECT COUNT(*) FROM /p a, /p2 b WHERE a.id = b.id", // two partitioned regions (p2 below)
 	} {
-		mustCreate(t, leader.Store, "p2", region.Partition)
+		mustCreate(t, leader, "p2", region.Partition)
 		if _, err := runQuery(t, leader, q); err == nil {
 			t.Errorf("%s succeeded, want an error", q)
 		}
@@ -107,16 +107,16 @@ func TestQueriesAcrossNodes(t *testing.T) {
 
 	// A named query created on one node runs on every other.
 	nodes := tc.running()
-	if err := catalog.New(nodes[0].Store).CreateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT o.id FROM /p o WHERE o.cust = $1 AND o.id < $2 ORDER BY o.id"); err != nil {
+	if err := catalog.New(nodes[0].Router()).CreateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT o.id FROM /p o WHERE o.cust = $1 AND o.id < $2 ORDER BY o.id"); err != nil {
 		t.Fatal(err)
 	}
-	err := catalog.New(nodes[1].Store).CreateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT 1 FROM /p")
+	err := catalog.New(nodes[1].Router()).CreateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT 1 FROM /p")
 	var ce *region.ConflictError
 	if !errors.As(err, &ce) || string(ce.Current) != `{"id":"byCust","oql":"SELECT o.id FROM /p o WHERE o.cust = $1 AND o.id < $2 ORDER BY o.id"}` {
 		t.Fatalf("duplicate create on another node = %v, want a conflict carrying the stored query", err)
 	}
 	for _, n := range nodes[1:] {
-		nq, err := catalog.New(n.Store).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust")
+		nq, err := catalog.New(n.Router()).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust")
 		if err != nil {
 			t.Fatalf("%s: named query: %v", n.name, err)
 		}
@@ -124,20 +124,20 @@ func TestQueriesAcrossNodes(t *testing.T) {
 			t.Errorf("%s: byCust(3, 40) = %s, %v; want [3,13,23,33]", n.name, got, err)
 		}
 	}
-	if err := catalog.New(nodes[2].Store).UpdateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT COUNT(*) FROM /p o WHERE o.cust = $1 AND o.id < $2"); err != nil {
+	if err := catalog.New(nodes[2].Router()).UpdateQuery(ctxT(t, 10*time.Second), "byCust", "SELECT COUNT(*) FROM /p o WHERE o.cust = $1 AND o.id < $2"); err != nil {
 		t.Fatal(err)
 	}
-	nq, err := catalog.New(nodes[3].Store).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust")
+	nq, err := catalog.New(nodes[3].Router()).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust")
 	if err != nil || !strings.HasPrefix(nq.OQL, "SELECT COUNT(*)") {
 		t.Fatalf("after update on %s, %s sees %q, %v", nodes[2].name, nodes[3].name, nq.OQL, err)
 	}
-	if err := catalog.New(nodes[3].Store).DeleteQuery(ctxT(t, 10*time.Second), "byCust"); err != nil {
+	if err := catalog.New(nodes[3].Router()).DeleteQuery(ctxT(t, 10*time.Second), "byCust"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := catalog.New(nodes[0].Store).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust"); !errors.Is(err, region.ErrKeyNotFound) {
+	if _, err := catalog.New(nodes[0].Router()).NamedQuery(ctxT(t, 10*time.Second), region.Linearizable, "byCust"); !errors.Is(err, region.ErrKeyNotFound) {
 		t.Fatalf("after delete: %v, want ErrKeyNotFound", err)
 	}
-	list, err := catalog.New(nodes[1].Store).Queries(ctxT(t, 10*time.Second), region.Linearizable)
+	list, err := catalog.New(nodes[1].Router()).Queries(ctxT(t, 10*time.Second), region.Linearizable)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("Queries after delete = %v, %v; want none", list, err)
 	}
@@ -147,7 +147,7 @@ func TestQueriesAcrossNodes(t *testing.T) {
 	for i := range 10 {
 		w, r := nodes[i%4], nodes[(i+1)%4]
 		key := fmt.Sprintf("new%d", i)
-		mustPut(t, w.Store, "p", key, fmt.Sprintf(`{"id":%d,"cust":99}`, 1000+i))
+		mustPut(t, w, "p", key, fmt.Sprintf(`{"id":%d,"cust":99}`, 1000+i))
 		got, err := runQuery(t, r, "SELECT COUNT(*) FROM /p o WHERE o.cust = 99")
 		if want := fmt.Sprintf("[%d]", i+1); err != nil || got != want {
 			t.Fatalf("query on %s after a write on %s = %s, %v; want %s", r.name, w.name, got, err, want)

@@ -14,7 +14,7 @@ import (
 func TestRestartWithShuffledAddresses(t *testing.T) {
 	tc := partitionCluster(t, 3, 4, 3, nil)
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "r", region.Replicate)
+	mustCreate(t, leader, "r", region.Replicate)
 	putKeys(t, tc, "p", 200)
 	putKeys(t, tc, "r", 200)
 
@@ -52,7 +52,7 @@ func TestRestartWithShuffledAddresses(t *testing.T) {
 	}
 	waitfor.Cond(t, 30*time.Second, "every group's recorded addresses to be mended", func() bool {
 		for _, n := range tc.running() {
-			for _, g := range n.localGroups() {
+			for _, g := range n.groups.sorted() {
 				conf, err := g.Configuration()
 				if err != nil {
 					return false

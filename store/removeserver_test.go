@@ -17,7 +17,7 @@ func TestRemoveServerLogsItsGroup(t *testing.T) {
 	var leader *testNode
 	var member string
 	for _, n := range tc.running() {
-		if g := n.groupByID(1); g != nil && g.IsLeader() {
+		if g := n.groups.get(1); g != nil && g.IsLeader() {
 			leader = n
 			for _, f := range tc.followers(n) {
 				member = f.name
@@ -27,7 +27,7 @@ func TestRemoveServerLogsItsGroup(t *testing.T) {
 	if leader == nil {
 		t.Fatal("partition group 1 has no leader")
 	}
-	if err := leader.groupByID(1).RemoveServer(ctxT(t, 10*time.Second), member, "asked by the test"); err != nil {
+	if err := leader.groups.get(1).RemoveServer(ctxT(t, 10*time.Second), member, "asked by the test"); err != nil {
 		t.Fatalf("remove %s from partition group 1: %v", member, err)
 	}
 	if got := logs.Matching(leader.name+": ", "removing member from partition group 1", "member="+member, "reason=asked by the test"); len(got) != 1 {

@@ -46,11 +46,9 @@ func newRPCServer(s *Store) *rpcServer {
 	mux := http.NewServeMux()
 	r := &rpcServer{s: s, mux: mux}
 	mux.HandleFunc("POST /v1/groups/{gid}/apply", r.apply)
-	mux.HandleFunc("POST /v1/groups/{gid}/read", r.read)
 	mux.HandleFunc("POST /v1/groups/{gid}/scan", r.scan) // scan.go
 	mux.HandleFunc("POST /v1/groups/{gid}/readindex", r.readIndex)
 	mux.HandleFunc("POST /v1/groups/{gid}/term", r.term)
-	mux.HandleFunc("POST /v1/groups/{gid}/query", r.query)
 	mux.HandleFunc("POST /v1/groups/{gid}/leave", r.leave)
 	mux.HandleFunc("GET /v1/status", r.status)
 	r.srv = &http.Server{
@@ -68,7 +66,7 @@ func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*raftgroup.
 		rpcCodes.WriteError(w, fmt.Errorf("bad group id %q", req.PathValue("gid")))
 		return nil, false
 	}
-	g := r.s.groupByID(gid)
+	g := r.s.groups.get(gid)
 	if g == nil {
 		rpcCodes.WriteError(w, fmt.Errorf("raft group %d on %s: %w", gid, r.s.name, errNotHosted))
 		return nil, false
@@ -88,7 +86,7 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
-	data, err := transport.ReadFrame(req.Body, r.s.frameLimit(), "the forwarded command")
+	data, err := transport.ReadFrame(req.Body, r.s.cfg.MaxFrameBytes, "the forwarded command")
 	if err != nil {
 		rpcCodes.WriteError(w, err)
 		return
@@ -124,39 +122,6 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(fsm.EncodeResult(nil, res))
 }
 
-func (r *rpcServer) read(w http.ResponseWriter, req *http.Request) {
-	g, ok := r.group(w, req)
-	if !ok {
-		return
-	}
-	ctx, cancel := transport.RequestContext(req)
-	defer cancel()
-	var rr readReq
-	body, err := transport.ReadFrame(req.Body, r.s.frameLimit(), "the read request")
-	if err != nil {
-		rpcCodes.WriteError(w, err)
-		return
-	}
-	if err := json.Unmarshal(body, &rr); err != nil {
-		rpcCodes.WriteError(w, fmt.Errorf("%w: read request: %v", region.ErrInvalid, err))
-		return
-	}
-	if !r.readable(ctx, w, g, rr.Stale) {
-		return
-	}
-	resp, err := execRead(g.FSM(), rr)
-	if err != nil {
-		rpcCodes.WriteError(w, err)
-		return
-	}
-	out, err := json.Marshal(resp)
-	if err != nil {
-		rpcCodes.WriteError(w, fmt.Errorf("encode read answer: %w", err))
-		return
-	}
-	r.writeFrame(w, "application/json", out, "the read's answer")
-}
-
 // readable reports whether this node's replica of g may answer a read now
 // (stale: at once; else after the read barrier), or writes why not.
 func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *raftgroup.Group, stale bool) bool {
@@ -164,11 +129,11 @@ func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *raft
 	if stale {
 		c = region.Stale
 	}
-	if r.s.localFor(g.ID()) == nil {
+	if r.s.router.localFor(g.ID()) == nil {
 		rpcCodes.WriteError(w, fmt.Errorf("group %d on %s is moving away: %w", g.ID(), r.s.name, errNotHosted))
 		return false
 	}
-	if err := r.s.localRead(ctx, g, c, catchUpWait); err != nil {
+	if err := r.s.router.localRead(ctx, g, c, catchUpWait); err != nil {
 		rpcCodes.WriteError(w, err)
 		return false
 	}
@@ -179,38 +144,13 @@ func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *raft
 // it is larger than the frame limit (the caller would refuse it anyway):
 // a clear error for the client, instead of a cut answer.
 func (r *rpcServer) writeFrame(w http.ResponseWriter, contentType string, out []byte, what string) {
-	if limit := r.s.frameLimit(); int64(len(out)) > limit {
+	if limit := r.s.cfg.MaxFrameBytes; int64(len(out)) > limit {
 		rpcCodes.WriteError(w, fmt.Errorf("%w: %s (%d bytes) is larger than the internal frame limit of %d bytes (set by --max-body-size): ask for fewer keys or rows at a time",
 			region.ErrTooLarge, what, len(out), limit))
 		return
 	}
 	w.Header().Set("Content-Type", contentType)
 	_, _ = w.Write(out)
-}
-
-func (r *rpcServer) query(w http.ResponseWriter, req *http.Request) {
-	g, ok := r.group(w, req)
-	if !ok {
-		return
-	}
-	ctx, cancel := transport.RequestContext(req)
-	defer cancel()
-	var qr queryReq
-	body, err := transport.ReadFrame(req.Body, r.s.frameLimit(), "the query request")
-	if err != nil {
-		rpcCodes.WriteError(w, err)
-		return
-	}
-	if err := json.Unmarshal(body, &qr); err != nil {
-		rpcCodes.WriteError(w, fmt.Errorf("%w: decode query request: %v", region.ErrInvalid, err))
-		return
-	}
-	part, err := r.s.servePartial(ctx, g, qr)
-	if err != nil {
-		rpcCodes.WriteError(w, err)
-		return
-	}
-	r.writeFrame(w, "application/json", oql.EncodePartial(part), "the query's partial result")
 }
 
 func (r *rpcServer) readIndex(w http.ResponseWriter, req *http.Request) {
@@ -321,40 +261,6 @@ func (c *rpcClient) apply(ctx context.Context, addr string, gid uint64, cmd []by
 		return nil, fmt.Errorf("decode result from %s: %w", addr, err)
 	}
 	return res, nil
-}
-
-func (c *rpcClient) read(ctx context.Context, addr string, gid uint64, rr readReq) (readResp, error) {
-	body, err := json.Marshal(rr)
-	if err != nil {
-		return readResp{}, err
-	}
-	data, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/read", body)
-	if err != nil {
-		return readResp{}, readRPCErr(ctx, err)
-	}
-	var resp readResp
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return readResp{}, fmt.Errorf("read from %s: %w", addr, err)
-	}
-	nullToNil(resp.Values)
-	return resp, nil
-}
-
-func (c *rpcClient) query(ctx context.Context, addr string, gid uint64, qr queryReq) (*oql.Partial, error) {
-	body, err := json.Marshal(qr)
-	if err != nil {
-		return nil, err
-	}
-	data, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/query", body)
-	if err != nil {
-		// A query reads, like a read: a broken connection is retried.
-		return nil, readRPCErr(ctx, err)
-	}
-	part, err := oql.DecodePartial(data)
-	if err != nil {
-		return nil, fmt.Errorf("query partial from %s: %w", addr, err)
-	}
-	return part, nil
 }
 
 func (c *rpcClient) readIndex(ctx context.Context, addr string, gid uint64) (uint64, error) {

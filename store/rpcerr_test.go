@@ -49,11 +49,14 @@ func TestBrokenReadRPCIsRetried(t *testing.T) {
 	if !errors.Is(err, errNoAnswer) || !retryableRead(err) {
 		t.Errorf("readIndex on a hang-up: %v; want errNoAnswer, retryable", err)
 	}
-	_, err = c.read(ctx, addr, 1, readReq{Op: readGet, Region: "r", Keys: []string{"k"}})
+	// The group RPCs of reads and queries (packages regions and query
+	// send them through Router.Call).
+	rt := &Router{client: c}
+	_, err = rt.Call(ctx, addr, 1, "read", []byte(`{"op":"get","region":"r","keys":["k"]}`))
 	if !errors.Is(err, errNoAnswer) || !retryableRead(err) {
 		t.Errorf("read on a hang-up: %v; want errNoAnswer, retryable", err)
 	}
-	_, err = c.query(ctx, addr, 1, queryReq{Text: "SELECT * FROM /r"})
+	_, err = rt.Call(ctx, addr, 1, "query", []byte(`{"text":"SELECT * FROM /r"}`))
 	if !errors.Is(err, errNoAnswer) || !retryableRead(err) {
 		t.Errorf("query on a hang-up: %v; want errNoAnswer, retryable like a read", err)
 	}

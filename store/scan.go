@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/listing"
 	"github.com/kvnode/kvnode/store/transport"
@@ -19,8 +19,9 @@ import (
 // Streamed region listings (GET /kv/v1/{region}?limit= and .../keys): the
 // store decides what each group's part is read from, after which read
 // barrier, with which retries, and serves the scan RPC; package
-// store/listing streams and merges the parts and owns the scan framing.
-// See DESIGN.md, "Listings".
+// store/listing streams and merges the parts and owns the scan framing;
+// package store/regions opens one part per group. See DESIGN.md,
+// "Listings".
 //
 //	POST /v1/groups/{gid}/scan   body: JSON scanReq → a listing frame stream
 
@@ -34,83 +35,29 @@ type scanReq struct {
 	Stale    bool   `json:"stale,omitempty"`
 }
 
-// OpenList opens a streamed listing of a region in key order; see
-// region.Listing. It passes the read barrier of every group it reads
-// (linearizable) or reads local replicas where they exist (stale), and
-// opens every group's stream, before it returns: an error that still fits
-// a status comes from here. The caller must Close the listing.
-func (s *Store) OpenList(ctx context.Context, c region.Consistency, name string, opt region.ListOptions) (region.Listing, error) {
-	return withRegion(ctx, s, name, c, func(ref regionRef) (region.Listing, error) {
-		if ref.kind == region.Partition {
-			return s.openPartitioned(ctx, c, ref, opt)
-		}
-		g, err := s.readGroup(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		src, err := listing.Local(g.FSM(), name, 0, opt)
-		if err != nil {
-			return nil, err
-		}
-		return listing.Merge(ctx, []listing.Source{src}, opt), nil
-	})
-}
-
-// openPartitioned opens one stream per partition group, in parallel.
-func (s *Store) openPartitioned(ctx context.Context, c region.Consistency, ref regionRef, opt region.ListOptions) (region.Listing, error) {
-	if opt.Limit == 0 {
-		return listing.Merge(ctx, nil, opt), nil
-	}
-	p, err := s.partitions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gids := allGroups(p)
-	srcs := make([]listing.Source, len(gids))
-	errs := parallel(gids, func(i int, gid uint64) error {
-		src, err := s.openPart(ctx, gid, c, ref, opt)
-		srcs[i] = src
+// OpenPart opens group gid's part of region name (ID id) as a listing
+// source: a frozen clone of this node's replica once a read at c may be
+// served from it, else a member's stream. It retries as every read of a
+// part does until the stream has begun: from then on nothing is retried,
+// since part of it may have been sent on.
+func (r *Router) OpenPart(ctx context.Context, gid uint64, c region.Consistency, name string, id uint64, opt region.ListOptions) (listing.Source, error) {
+	var src listing.Source
+	err := r.Visit(ctx, gid, c, "list", func(f *fsm.FSM) error {
+		var err error
+		src, err = listing.Local(f, name, id, opt)
+		return err
+	}, func(addr string) error {
+		var err error
+		src, err = r.client.scan(ctx, addr, gid, scanReq{
+			Region: name, ID: id, Limit: opt.Limit, KeysOnly: opt.KeysOnly,
+			Peek: opt.PeekBytes, Stale: c == region.Stale,
+		})
 		return err
 	})
-	if err := firstError(errs); err != nil {
-		for _, src := range srcs {
-			if src != nil {
-				src.Close()
-			}
-		}
-		return nil, err
-	}
-	return listing.Merge(ctx, srcs, opt), nil
-}
-
-// openPart opens group gid's stream, retrying as readPart does until it
-// has begun: from then on nothing is retried, since part of it may have
-// been sent on.
-func (s *Store) openPart(ctx context.Context, gid uint64, c region.Consistency, ref regionRef, opt region.ListOptions) (listing.Source, error) {
-	return retryPart(ctx, s, gid, "list", func(attempt int) (listing.Source, error) {
-		return s.openPartOnce(ctx, gid, c, ref, opt, attempt)
-	})
-}
-
-func (s *Store) openPartOnce(ctx context.Context, gid uint64, c region.Consistency, ref regionRef, opt region.ListOptions, attempt int) (listing.Source, error) {
-	if g := s.localFor(gid); g != nil {
-		err := s.localRead(ctx, g, c, catchUpWait)
-		if err == nil {
-			return listing.Local(g.FSM(), ref.name, ref.id, opt)
-		}
-		if !errors.Is(err, errLagging) {
-			return nil, err
-		}
-		// Behind: another member answers.
-	}
-	addr, err := s.hostFor(gid, attempt)
 	if err != nil {
 		return nil, err
 	}
-	return s.client.scan(ctx, addr, gid, scanReq{
-		Region: ref.name, ID: ref.id, Limit: opt.Limit, KeysOnly: opt.KeysOnly,
-		Peek: opt.PeekBytes, Stale: c == region.Stale,
-	})
+	return src, nil
 }
 
 // ---- the scan RPC: server ----

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/regions"
 )
 
 // drain reads a listing to its end and closes it; a listing that ends with
@@ -63,12 +64,12 @@ func remoteCluster(t *testing.T) *testCluster {
 func remoteClusterRF(t *testing.T, rf int) *testCluster {
 	t.Helper()
 	tc := partitionCluster(t, 3, 4, rf, nil)
-	mustCreate(t, tc.leader().Store, "r", region.Replicate)
+	mustCreate(t, tc.leader(), "r", region.Replicate)
 	waitfor.Cond(t, 20*time.Second, "every node to host only some partition groups", func() bool {
 		for _, n := range tc.running() {
 			remote := 0
-			for _, gid := range allGroups(4) {
-				if n.localFor(gid) == nil {
+			for _, gid := range regions.AllGroups(4) {
+				if n.router.localFor(gid) == nil {
 					remote++
 				}
 			}

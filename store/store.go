@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -155,21 +153,8 @@ type Store struct {
 	client     *rpcClient
 	dialer     *transport.Dialer
 
-	mu     sync.RWMutex
-	groups map[uint64]*raftgroup.Group
-
-	// rr spreads generated keys of partitioned regions over groups.
-	rr atomic.Uint64
-	// tableCache holds the decoded partition table (see table).
-	tableCache atomic.Pointer[cachedTable]
-	// queries caches compiled queries by text (see CompileQuery).
-	queries queryCache
-
-	// conflictHook, when set (tests only), runs in CreateIndex between a
-	// name conflict and the read of the definition that caused it, so a
-	// test can delete it or close the store in that window (the catalog
-	// has its own for CreateQuery).
-	conflictHook func()
+	groups *groupSet
+	router *Router
 
 	started   time.Time
 	stopOnce  sync.Once
@@ -209,13 +194,25 @@ func New(cfg Config) (*Store, error) {
 		name:    cfg.NodeName,
 		logger:  cfg.Logger,
 		dialer:  &transport.Dialer{Net: &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second, LocalAddr: transport.SourceAddr(cfg.Listener)}, TLS: cfg.TLS},
-		groups:  make(map[uint64]*raftgroup.Group),
 		started: time.Now(),
 		stop:    make(chan struct{}),
 	}
 	s.mux = transport.NewMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.NodeName, cfg.Logger)
 	s.client = newRPCClient(s.dialer, cfg.MaxFrameBytes)
 	s.rpc = newRPCServer(s)
+	s.router = &Router{cfg: cfg, name: cfg.NodeName, logger: cfg.Logger, client: s.client, rpc: s.rpc, stop: s.stop}
+	s.groups = &groupSet{
+		dataDir: cfg.DataDir,
+		self:    cfg.NodeName,
+		mux:     s.mux,
+		dialer:  s.dialer,
+		members: cfg.Members,
+		raft:    cfg.Raft,
+		logger:  cfg.Logger,
+		confirm: s.router.confirmLeadership,
+		m:       map[uint64]*raftgroup.Group{},
+	}
+	s.router.groups = s.groups
 	s.reconciler = reconcile.New(reconcile.Config{
 		Self:              cfg.NodeName,
 		Advertise:         cfg.Advertise,
@@ -232,26 +229,11 @@ func New(cfg Config) (*Store, error) {
 		Logger:            cfg.Logger,
 	}, host{s}, s.stop)
 
-	ln, err := s.mux.GroupListener(controlGroup)
-	if err != nil {
-		return nil, err
-	}
-	g, err := raftgroup.Open(raftgroup.Options{
-		ID:      controlGroup,
-		Dir:     s.groupDir(controlGroup),
-		LocalID: cfg.NodeName,
-		Layer:   &transport.RaftLayer{Listener: ln, Group: controlGroup, Dialer: s.dialer},
-		Addrs:   memberAddrs{cfg.Members},
-		Raft:    cfg.Raft,
-		Logger:  cfg.Logger,
-		Confirm: s.confirmLeadership,
-	})
-	if err != nil {
+	if err := s.groups.openControl(); err != nil {
 		_ = s.mux.Close()
 		return nil, err
 	}
-	s.groups[controlGroup] = g
-	if err := s.openExistingPartitions(); err != nil {
+	if err := s.groups.openExisting(); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("reopen partition groups: %w", err)
 	}
@@ -273,20 +255,9 @@ func (s *Store) Start() {
 	go func() { defer s.wg.Done(); s.reconciler.RunControl() }()
 }
 
-// frameLimit is the largest message exchanged with other members.
-func (s *Store) frameLimit() int64 { return s.cfg.MaxFrameBytes }
-
-func (s *Store) control() *raftgroup.Group {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.groups[controlGroup]
-}
-
-func (s *Store) groupByID(gid uint64) *raftgroup.Group {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.groups[gid]
-}
+// Router is the store's apply and read paths, for the packages above it
+// (regions, query, catalog).
+func (s *Store) Router() *Router { return s.router }
 
 // Close stops the background loops, the internal port and every group.
 // Close does not leave the cluster; call Leave first for a graceful exit.
@@ -302,14 +273,7 @@ func (s *Store) Close() error {
 		cancel()
 		// Groups first, so their transports shut down before the listener
 		// they accept from goes away; then the internal port.
-		s.mu.Lock()
-		groups := s.groups
-		s.groups = map[uint64]*raftgroup.Group{}
-		s.mu.Unlock()
-		var err error
-		for _, g := range groups {
-			err = errors.Join(err, g.Close())
-		}
+		err := s.groups.closeAll()
 		err = errors.Join(err, s.mux.Close())
 		s.client.Close()
 		s.wg.Wait()
@@ -329,33 +293,21 @@ type NodeStatus struct {
 // Status reports this node's groups.
 func (s *Store) Status() NodeStatus {
 	st := NodeStatus{Name: s.name}
-	for _, g := range s.localGroups() {
+	for _, g := range s.groups.sorted() {
 		st.Groups = append(st.Groups, g.Status())
 	}
 	return st
 }
 
-// localGroups returns the groups hosted here, by id.
-func (s *Store) localGroups() []*raftgroup.Group {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]*raftgroup.Group, 0, len(s.groups))
-	for _, g := range s.groups {
-		out = append(out, g)
-	}
-	slices.SortFunc(out, func(a, b *raftgroup.Group) int { return cmp.Compare(a.ID(), b.ID()) })
-	return out
-}
-
 // IsLeader reports whether this node leads the control group.
 func (s *Store) IsLeader() bool {
-	g := s.control()
+	g := s.groups.control()
 	return g != nil && g.IsLeader()
 }
 
 // Leader returns the control group's leader name, empty when none is known.
 func (s *Store) Leader() string {
-	g := s.control()
+	g := s.groups.control()
 	if g == nil {
 		return ""
 	}
@@ -368,7 +320,7 @@ func (s *Store) Leader() string {
 // empties the groups), and one closed during the wait will never see a
 // leader: both are region.ErrShuttingDown at once, not a wait until ctx's deadline.
 func (s *Store) WaitLeader(ctx context.Context) error {
-	g := s.control()
+	g := s.groups.control()
 	if g == nil {
 		return fmt.Errorf("wait for leader: %w", region.ErrShuttingDown)
 	}
@@ -385,7 +337,7 @@ func (s *Store) WaitLeader(ctx context.Context) error {
 		if g.WaitLeader(wait, time.Hour) {
 			return nil
 		}
-		if s.closed() {
+		if s.router.closed() {
 			return fmt.Errorf("wait for leader: %w", region.ErrShuttingDown)
 		}
 		if ctx.Err() != nil {
@@ -410,7 +362,7 @@ type Server struct {
 // Configuration returns the control group's leader (empty when unknown) and
 // its members, as this node's Raft sees them.
 func (s *Store) Configuration() (leader string, servers []Server, err error) {
-	g := s.control()
+	g := s.groups.control()
 	if g == nil {
 		return "", nil, region.ErrShuttingDown
 	}
@@ -423,4 +375,51 @@ func (s *Store) Configuration() (leader string, servers []Server, err error) {
 	}
 	leader, _ = g.Leader()
 	return leader, servers, nil
+}
+
+// Ready reports whether this node can serve linearizable requests now: it
+// is part of the control group, which has a leader, its copy has caught
+// up with the leader's commit index (a read barrier), the partition table
+// is written, and every partition group the table places here is open and
+// has a leader. It is what a readiness probe asks; liveness is /livez.
+func (s *Store) Ready(ctx context.Context) error {
+	g0 := s.groups.control()
+	if g0 == nil {
+		return region.ErrShuttingDown
+	}
+	for _, g := range s.groups.sorted() {
+		if err := g.Halted(); err != nil {
+			return fmt.Errorf("%w: %w", region.ErrNoLeader, err)
+		}
+	}
+	if !g0.HasState() {
+		return fmt.Errorf("%w: this node has not joined a cluster yet", region.ErrNoLeader)
+	}
+	if id, _ := g0.Leader(); id == "" {
+		return fmt.Errorf("%w: the control group has no leader", region.ErrNoLeader)
+	}
+	if _, err := s.router.controlRead(ctx, region.Linearizable); err != nil {
+		return err
+	}
+	// Every partition group the table places here must be open and led:
+	// a node that reported ready before its groups existed turned unready
+	// again while they bootstrapped (a readiness probe flapping at start).
+	t, _, ok := s.router.table()
+	if !ok {
+		return fmt.Errorf("%w: the partition table is not written yet", region.ErrNoLeader)
+	}
+	for i, pg := range t.Groups {
+		gid := uint64(i) + 1
+		if !slices.Contains(pg.Members, s.name) {
+			continue
+		}
+		g := s.router.localFor(gid)
+		if g == nil || !g.HasState() {
+			return fmt.Errorf("%w: partition group %d, placed here, is not open yet", region.ErrNoLeader, gid)
+		}
+		if id, _ := g.Leader(); id == "" {
+			return fmt.Errorf("%w: partition group %d, hosted here, has no leader yet", region.ErrNoLeader, gid)
+		}
+	}
+	return nil
 }

@@ -18,21 +18,21 @@ import (
 
 func val(s string) json.RawMessage { return json.RawMessage(s) }
 
-func mustCreate(t *testing.T, s *Store, name string, kind region.Kind) {
+func mustCreate(t *testing.T, s *testNode, name string, kind region.Kind) {
 	t.Helper()
 	if err := s.CreateRegion(ctxT(t, 10*time.Second), region.Info{Name: name, Kind: kind}); err != nil {
 		t.Fatalf("create region %s: %v", name, err)
 	}
 }
 
-func mustPut(t *testing.T, s *Store, reg, key, value string) {
+func mustPut(t *testing.T, s *testNode, reg, key, value string) {
 	t.Helper()
 	if err := s.Put(ctxT(t, 10*time.Second), reg, []region.Entry{{Key: key, Value: val(value)}}); err != nil {
 		t.Fatalf("put %s/%s: %v", reg, key, err)
 	}
 }
 
-func getOne(t *testing.T, s *Store, c region.Consistency, reg, key string) json.RawMessage {
+func getOne(t *testing.T, s *testNode, c region.Consistency, reg, key string) json.RawMessage {
 	t.Helper()
 	vals, err := s.Get(ctxT(t, 10*time.Second), c, reg, []string{key})
 	if err != nil {
@@ -45,9 +45,9 @@ func TestSingleNodeBootstrapsAndServes(t *testing.T) {
 	tc := newTestCluster(t, 1)
 	n := tc.start("solo")
 	tc.leader()
-	mustCreate(t, n.Store, "orders", region.Replicate)
-	mustPut(t, n.Store, "orders", "1", `{"a":1}`)
-	if got := getOne(t, n.Store, region.Linearizable, "orders", "1"); string(got) != `{"a":1}` {
+	mustCreate(t, n, "orders", region.Replicate)
+	mustPut(t, n, "orders", "1", `{"a":1}`)
+	if got := getOne(t, n, region.Linearizable, "orders", "1"); string(got) != `{"a":1}` {
 		t.Fatalf("get = %s, want {\"a\":1}", got)
 	}
 	key, err := n.PutIfAbsent(ctxT(t, 5*time.Second), "orders", region.Entry{Value: val(`{"g":1}`)})
@@ -75,15 +75,15 @@ func TestThreeNodesReplicateAndForward(t *testing.T) {
 	}
 	fs := tc.followers(leader)
 	// A write on a follower is forwarded to the leader.
-	mustCreate(t, fs[0].Store, "r", region.Replicate)
+	mustCreate(t, fs[0], "r", region.Replicate)
 	for i := 0; i < 20; i++ {
-		mustPut(t, fs[i%2].Store, "r", strconv.Itoa(i), fmt.Sprintf(`{"i":%d}`, i))
+		mustPut(t, fs[i%2], "r", strconv.Itoa(i), fmt.Sprintf(`{"i":%d}`, i))
 	}
 	// Linearizable reads on every node see every acknowledged write.
 	for _, n := range tc.nodes {
 		for i := 0; i < 20; i++ {
 			want := fmt.Sprintf(`{"i":%d}`, i)
-			if got := getOne(t, n.Store, region.Linearizable, "r", strconv.Itoa(i)); string(got) != want {
+			if got := getOne(t, n, region.Linearizable, "r", strconv.Itoa(i)); string(got) != want {
 				t.Fatalf("%s: get %d = %s, want %s", n.name, i, got, want)
 			}
 		}
@@ -107,7 +107,7 @@ func TestReadYourWritesEverywhere(t *testing.T) {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "r", region.Replicate)
+	mustCreate(t, leader, "r", region.Replicate)
 	nodes := []*testNode{tc.nodes["n0"], tc.nodes["n1"], tc.nodes["n2"]}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -148,9 +148,9 @@ func TestLeaderCrashKeepsAcknowledgedWrites(t *testing.T) {
 		tc.start(name)
 	}
 	old := tc.leader()
-	mustCreate(t, old.Store, "r", region.Replicate)
+	mustCreate(t, old, "r", region.Replicate)
 	for i := 0; i < 50; i++ {
-		mustPut(t, old.Store, "r", strconv.Itoa(i), fmt.Sprintf(`{"i":%d}`, i))
+		mustPut(t, old, "r", strconv.Itoa(i), fmt.Sprintf(`{"i":%d}`, i))
 	}
 	tc.crash(old.name)
 	leader := tc.leader()
@@ -159,13 +159,13 @@ func TestLeaderCrashKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	for i := 0; i < 50; i++ {
 		want := fmt.Sprintf(`{"i":%d}`, i)
-		if got := getOne(t, leader.Store, region.Linearizable, "r", strconv.Itoa(i)); string(got) != want {
+		if got := getOne(t, leader, region.Linearizable, "r", strconv.Itoa(i)); string(got) != want {
 			t.Fatalf("after failover: get %d = %s, want %s", i, got, want)
 		}
 	}
 	// Writes resume through both survivors.
 	for _, n := range tc.followers(nil) {
-		mustPut(t, n.Store, "r", "after-"+n.name, `{"ok":true}`)
+		mustPut(t, n, "r", "after-"+n.name, `{"ok":true}`)
 	}
 	// The crashed node restarts from its data dir and catches up.
 	restarted := tc.start(old.name)
@@ -173,7 +173,7 @@ func TestLeaderCrashKeepsAcknowledgedWrites(t *testing.T) {
 		c, err := restarted.Count(ctxT(t, 5*time.Second), region.Stale, "r")
 		return err == nil && c == 52
 	})
-	if got := getOne(t, restarted.Store, region.Linearizable, "r", "7"); string(got) != `{"i":7}` {
+	if got := getOne(t, restarted, region.Linearizable, "r", "7"); string(got) != `{"i":7}` {
 		t.Fatalf("restarted node: get 7 = %s", got)
 	}
 }
@@ -184,9 +184,9 @@ func TestFourthNodeJoinsAsNonVoter(t *testing.T) {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "r", region.Replicate)
+	mustCreate(t, leader, "r", region.Replicate)
 	for i := 0; i < 30; i++ {
-		mustPut(t, leader.Store, "r", strconv.Itoa(i), `{"x":1}`)
+		mustPut(t, leader, "r", strconv.Itoa(i), `{"x":1}`)
 	}
 	n3 := tc.start("n3")
 	waitfor.Cond(t, 15*time.Second, "n3 to hold all data", func() bool {
@@ -198,8 +198,8 @@ func TestFourthNodeJoinsAsNonVoter(t *testing.T) {
 		return len(voters) == 3 && slices.Equal(nonvoters, []string{"n3"})
 	})
 	// It serves linearizable reads and forwards writes.
-	mustPut(t, n3.Store, "r", "from-n3", `{"y":2}`)
-	if got := getOne(t, tc.nodes["n0"].Store, region.Linearizable, "r", "from-n3"); string(got) != `{"y":2}` {
+	mustPut(t, n3, "r", "from-n3", `{"y":2}`)
+	if got := getOne(t, tc.nodes["n0"], region.Linearizable, "r", "from-n3"); string(got) != `{"y":2}` {
 		t.Fatalf("write via non-voter: read back %s", got)
 	}
 }
@@ -235,8 +235,8 @@ func TestGracefulLeaderLeave(t *testing.T) {
 		tc.start(name)
 	}
 	old := tc.leader()
-	mustCreate(t, old.Store, "r", region.Replicate)
-	mustPut(t, old.Store, "r", "k", `{"v":1}`)
+	mustCreate(t, old, "r", region.Replicate)
+	mustPut(t, old, "r", "k", `{"v":1}`)
 	tc.world.setStatus(old.name, cluster.StatusLeft)
 	if err := old.Leave(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatalf("leave: %v", err)
@@ -248,7 +248,7 @@ func TestGracefulLeaderLeave(t *testing.T) {
 	if slices.Contains(voters, old.name) || slices.Contains(nonvoters, old.name) {
 		t.Fatalf("left node %s still in configuration: voters %v nonvoters %v", old.name, voters, nonvoters)
 	}
-	if got := getOne(t, leader.Store, region.Linearizable, "r", "k"); string(got) != `{"v":1}` {
+	if got := getOne(t, leader, region.Linearizable, "r", "k"); string(got) != `{"v":1}` {
 		t.Fatalf("after leader left: %s", got)
 	}
 	// It can come back and is added again.
@@ -287,7 +287,7 @@ func TestNoLeaderAnswersUnavailable(t *testing.T) {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "r", region.Replicate)
+	mustCreate(t, leader, "r", region.Replicate)
 	fs := tc.followers(leader)
 	tc.crash(fs[0].name)
 	tc.crash(fs[1].name)
@@ -344,22 +344,22 @@ func TestCatchUpBySnapshot(t *testing.T) {
 		tc.start(name)
 	}
 	leader := tc.leader()
-	mustCreate(t, leader.Store, "r", region.Replicate)
+	mustCreate(t, leader, "r", region.Replicate)
 	const n = 300
 	for i := 0; i < n; i++ {
-		mustPut(t, leader.Store, "r", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"i":%d}`, i))
+		mustPut(t, leader, "r", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"i":%d}`, i))
 	}
 	follower := tc.followers(leader)[0]
 	tc.crash(follower.name)
 	for i := n; i < n+100; i++ {
-		mustPut(t, leader.Store, "r", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"i":%d}`, i))
+		mustPut(t, leader, "r", fmt.Sprintf("k%03d", i), fmt.Sprintf(`{"i":%d}`, i))
 	}
 	for _, nd := range tc.followers(nil) {
-		if err := nd.control().Raft().Snapshot().Error(); err != nil {
+		if err := nd.groups.control().Raft().Snapshot().Error(); err != nil {
 			t.Fatalf("snapshot on %s: %v", nd.name, err)
 		}
 	}
-	first, err := leader.control().FirstIndex()
+	first, err := leader.groups.control().FirstIndex()
 	if err != nil || first < 100 {
 		t.Fatalf("leader log starts at %d (%v); want it compacted past the crashed follower's entries", first, err)
 	}

@@ -4,23 +4,25 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // tableKey is where the partition table lives among group 0's metadata.
-const tableKey = "partition/table"
+const tableKey = catalog.TableKey
 
 // table returns the partition table as this node's copy of group 0 has it,
 // with its version; ok is false before the leader has created it. The
 // decoded table is cached per version (every partitioned operation asks for
 // it): callers must not modify it; Clone it first.
-func (s *Store) table() (t partition.Table, version uint64, ok bool) {
-	g := s.control()
+func (r *Router) table() (t partition.Table, version uint64, ok bool) {
+	g := r.groups.control()
 	if g == nil {
 		return t, 0, false
 	}
@@ -28,16 +30,16 @@ func (s *Store) table() (t partition.Table, version uint64, ok bool) {
 	if !ok {
 		return t, 0, false
 	}
-	if c := s.tableCache.Load(); c != nil && c.version == version {
+	if c := r.tableCache.Load(); c != nil && c.version == version {
 		return c.table, version, true
 	}
 	t, err := partition.Decode(raw)
 	if err != nil {
 		// Only our own code writes it, after partition.Encode: corruption.
-		s.logger.Error("partition table in group 0 does not decode", "error", err)
+		r.logger.Error("partition table in group 0 does not decode", "error", err)
 		return t, 0, false
 	}
-	s.tableCache.Store(&cachedTable{version: version, table: t})
+	r.tableCache.Store(&cachedTable{version: version, table: t})
 	return t, version, true
 }
 
@@ -50,12 +52,12 @@ type cachedTable struct {
 // casTable replaces the partition table if it is still at version expect
 // (0: it must not exist yet). region.ErrVersionConflict means someone else
 // changed it first; the caller re-reads and decides again.
-func (s *Store) casTable(ctx context.Context, expect uint64, t partition.Table) (uint64, error) {
+func (r *Router) casTable(ctx context.Context, expect uint64, t partition.Table) (uint64, error) {
 	raw, err := partition.Encode(t)
 	if err != nil {
 		return 0, fmt.Errorf("encode partition table: %w", err)
 	}
-	res, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: tableKey, MetaVersion: expect, MetaValue: raw})
+	res, err := r.Apply(ctx, controlGroup, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: tableKey, MetaVersion: expect, MetaValue: raw})
 	if err != nil {
 		return 0, err
 	}
@@ -65,8 +67,8 @@ func (s *Store) casTable(ctx context.Context, expect uint64, t partition.Table) 
 // hostFor returns the internal address of a member that hosts group gid,
 // for a node that does not: the table's members in order (the first is the
 // preferred leader, so usually the actual one), rotating with attempt.
-func (s *Store) hostFor(gid uint64, attempt int) (string, error) {
-	t, _, ok := s.table()
+func (r *Router) hostFor(gid uint64, attempt int) (string, error) {
+	t, _, ok := r.table()
 	if !ok {
 		return "", fmt.Errorf("group %d: %w: no partition table yet", gid, region.ErrNoLeader)
 	}
@@ -74,10 +76,10 @@ func (s *Store) hostFor(gid uint64, attempt int) (string, error) {
 	if !ok || len(pg.Members) == 0 {
 		return "", fmt.Errorf("group %d: %w: no member hosts it", gid, region.ErrNoLeader)
 	}
-	addrs := s.internalAddrs()
+	addrs := r.internalAddrs()
 	for i := range pg.Members {
 		m := pg.Members[(attempt+i)%len(pg.Members)]
-		if addr, ok := addrs[m]; ok && m != s.name {
+		if addr, ok := addrs[m]; ok && m != r.name {
 			return addr, nil
 		}
 	}
@@ -85,9 +87,9 @@ func (s *Store) hostFor(gid uint64, attempt int) (string, error) {
 }
 
 // internalAddrs maps the names of alive members to their internal addresses.
-func (s *Store) internalAddrs() map[string]string {
+func (r *Router) internalAddrs() map[string]string {
 	out := map[string]string{}
-	for _, m := range s.cfg.Members.Members() {
+	for _, m := range r.cfg.Members.Members() {
 		if m.Status == cluster.StatusAlive && m.InternalAddr != "" {
 			out[m.Name] = m.InternalAddr
 		}
@@ -100,8 +102,8 @@ func (s *Store) internalAddrs() map[string]string {
 var errNoTable = fmt.Errorf("%w: the partition table is not created yet", region.ErrNoLeader)
 
 // partitionCount is P, from the table; 0 before the table exists.
-func (s *Store) partitionCount() int {
-	t, _, ok := s.table()
+func (r *Router) partitionCount() int {
+	t, _, ok := r.table()
 	if !ok {
 		return 0
 	}
@@ -115,20 +117,38 @@ func (s *Store) partitionCount() int {
 // so it must not serve reads. A partition replica whose state machine
 // halted is not usable either: the node then acts as one that does not host
 // the group and sends the request to a member that does.
-func (s *Store) localFor(gid uint64) *raftgroup.Group {
-	g := s.groupByID(gid)
+func (r *Router) localFor(gid uint64) *raftgroup.Group {
+	g := r.groups.get(gid)
 	if g == nil || gid == controlGroup {
 		return g
 	}
 	if g.Halted() != nil {
 		return nil
 	}
-	t, _, ok := s.table()
+	t, _, ok := r.table()
 	if !ok {
 		return g
 	}
-	if pg, ok := t.Group(gid); ok && !slices.Contains(pg.Members, s.name) {
+	if pg, ok := t.Group(gid); ok && !slices.Contains(pg.Members, r.name) {
 		return nil
 	}
 	return g
+}
+
+// PartitionCount returns P. In the first moments of a new cluster the
+// table may not exist yet: it waits for it like for a leader (LeaderWait,
+// ctx).
+func (r *Router) PartitionCount(ctx context.Context) (int, error) {
+	var since time.Time
+	for attempt := 0; ; attempt++ {
+		if p := r.partitionCount(); p > 0 {
+			return p, nil
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if err := r.pause(ctx, r.groups.control(), attempt, since, errNoTable); err != nil {
+			return 0, err
+		}
+	}
 }

@@ -54,6 +54,10 @@ const (
 	FunctionPrefix = "function/"
 )
 
+// TableKey is where the partition table lives among the metadata: the
+// store's own key (package partition encodes the table).
+const TableKey = "partition/table"
+
 // Catalog is the definitions of a cluster, read and changed through Meta.
 type Catalog struct {
 	meta Meta
@@ -63,7 +67,27 @@ type Catalog struct {
 }
 
 // New is the catalog kept in meta.
-func New(meta Meta) *Catalog { return &Catalog{meta: meta} }
+func New(meta Meta) *Catalog { return &Catalog{meta: own{meta: meta}} }
+
+// own is Meta as the catalog may use it: its writes reach only its own
+// keys (named queries and functions), never the partition table or index
+// definitions, whoever else keeps metadata beside it.
+type own struct{ meta Meta }
+
+func (m own) Meta(ctx context.Context, c region.Consistency, key string) ([]byte, uint64, bool, error) {
+	return m.meta.Meta(ctx, c, key)
+}
+
+func (m own) MetaList(ctx context.Context, c region.Consistency, prefix string) ([]Entry, error) {
+	return m.meta.MetaList(ctx, c, prefix)
+}
+
+func (m own) SetMeta(ctx context.Context, key string, version uint64, value []byte) error {
+	if !strings.HasPrefix(key, QueryPrefix) && !strings.HasPrefix(key, FunctionPrefix) {
+		return fmt.Errorf("%w: metadata key %q belongs to the store", region.ErrInvalid, key)
+	}
+	return m.meta.SetMeta(ctx, key, version, value)
+}
 
 // ---- named queries ----
 

@@ -201,3 +201,34 @@ func TestFunctions(t *testing.T) {
 		t.Errorf("Queries sees functions: %+v", list)
 	}
 }
+
+// TestSetMetaKeepsTheStoresKeys: the catalog's writes cannot reach the
+// partition table or index definitions, which others keep beside it in
+// the same metadata.
+func TestSetMetaKeepsTheStoresKeys(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem()
+	if err := mem.SetMeta(ctx, TableKey, 0, []byte(`{"groups":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	c := New(mem)
+	for _, key := range []string{TableKey, IndexKey("orders", "byId")} {
+		_, before, _, err := c.meta.Meta(ctx, region.Linearizable, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.meta.SetMeta(ctx, key, before, []byte(`{}`)); !errors.Is(err, region.ErrInvalid) {
+			t.Errorf("SetMeta(%q) = %v, want ErrInvalid", key, err)
+		}
+		if v, _, _, err := mem.Meta(ctx, region.Linearizable, key); err != nil || string(v) == `{}` {
+			t.Errorf("after the refused SetMeta, %q = %s (%v)", key, v, err)
+		}
+	}
+	if err := c.meta.SetMeta(ctx, QueryPrefix+"q", 0, []byte("SELECT 1 FROM /r")); err != nil {
+		t.Fatalf("SetMeta of a catalog key: %v", err)
+	}
+	list, err := c.meta.MetaList(ctx, region.Linearizable, QueryPrefix)
+	if err != nil || len(list) != 1 || list[0].Key != "query/q" || list[0].Version == 0 {
+		t.Errorf("MetaList = %+v, %v; want query/q with its version", list, err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
@@ -11,29 +13,80 @@ import (
 	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
-// apply replicates cmd through the control group; see applyTo.
-func (s *Store) apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
-	return s.applyTo(ctx, controlGroup, cmd)
+// Router is the store's apply and read paths, as the packages above the
+// store use them (package regions, query and catalog reach the store
+// through it, each over an interface of its own): a command goes to its
+// group's leader wherever that is; a read is served by this node's
+// replica once the read barrier allows, or by a member that hosts the
+// group. Failures that certainly changed nothing are retried until a
+// leader answers or LeaderWait passes.
+type Router struct {
+	cfg    Config
+	name   string
+	logger *slog.Logger
+	groups *groupSet
+	client *rpcClient
+	rpc    *rpcServer
+	stop   <-chan struct{}
+	// tableCache holds the decoded partition table (see table).
+	tableCache atomic.Pointer[cachedTable]
 }
 
-// applyTo replicates cmd through group gid and returns the state machine's
+// Control returns this node's copy of the control group's state machine
+// once a read at consistency c may be served from it.
+func (r *Router) Control(ctx context.Context, c region.Consistency) (*fsm.FSM, error) {
+	g, err := r.controlRead(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return g.FSM(), nil
+}
+
+// ControlState returns this node's copy of the control group's state
+// machine as it is, without a barrier: for lookups whose miss is
+// confirmed after ControlBarrier.
+func (r *Router) ControlState() (*fsm.FSM, error) {
+	g := r.groups.control()
+	if g == nil {
+		return nil, region.ErrShuttingDown
+	}
+	return g.FSM(), nil
+}
+
+// ControlBarrier makes this node's copy of the control group reflect
+// every write acknowledged before the call.
+func (r *Router) ControlBarrier(ctx context.Context) error {
+	g := r.groups.control()
+	if g == nil {
+		return region.ErrShuttingDown
+	}
+	return r.localRead(ctx, g, region.Linearizable, 0)
+}
+
+// Leads reports whether this node leads group gid now.
+func (r *Router) Leads(gid uint64) bool {
+	g := r.groups.get(gid)
+	return g != nil && g.IsLeader()
+}
+
+// Apply replicates cmd through group gid and returns the state machine's
 // result. The answer comes only after the entry is committed on a quorum of
 // the group and applied on its leader. Refusals decided by the state machine
 // (key exists, CAS mismatch, ...) come back as the error, with the result.
 //
-// Any node may call applyTo. A node hosting the group forwards the encoded
+// Any node may call Apply. A node hosting the group forwards the encoded
 // command to the group's leader; a node that does not host it hands it to a
 // member that does, which forwards it once more if it is not the leader.
 // Failures that certainly did not append the entry (no leader, not the
 // leader, unreachable) are retried until a leader answers, LeaderWait passes
 // or ctx ends; an unknown outcome is reported as region.ErrIndeterminate and
 // never retried, so a put-if-absent or CAS is never applied twice by us.
-func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm.Result, error) {
-	if s.closed() {
+func (r *Router) Apply(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm.Result, error) {
+	if r.closed() {
 		return nil, region.ErrShuttingDown
 	}
 	data := cmd.Encode(nil)
-	if limit := s.frameLimit(); int64(len(data)) > limit {
+	if limit := r.cfg.MaxFrameBytes; int64(len(data)) > limit {
 		// Refused the same way whichever member receives the request,
 		// leader or not: the command could not be forwarded.
 		return nil, fmt.Errorf("%v on region %q: %w: the command is %d bytes, more than the internal frame limit of %d bytes (set by --max-body-size)",
@@ -42,7 +95,7 @@ func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm
 	var last error
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		res, err := s.applyOnce(ctx, gid, attempt, data)
+		res, err := r.applyOnce(ctx, gid, attempt, data)
 		if err == nil {
 			return res, res.Err
 		}
@@ -53,25 +106,25 @@ func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if err := s.pause(ctx, s.localFor(gid), attempt, since, last); err != nil {
+		if err := r.pause(ctx, r.localFor(gid), attempt, since, last); err != nil {
 			return nil, fmt.Errorf("%v on region %q: %w", cmd.Op, cmd.Region, err)
 		}
 	}
 }
 
-func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*fsm.Result, error) {
-	g := s.localFor(gid)
+func (r *Router) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*fsm.Result, error) {
+	g := r.localFor(gid)
 	if g != nil && gid == controlGroup {
 		if err := g.Halted(); err != nil {
 			return nil, err
 		}
 	}
 	if g == nil {
-		addr, err := s.hostFor(gid, attempt)
+		addr, err := r.hostFor(gid, attempt)
 		if err != nil {
 			return nil, err
 		}
-		return s.client.apply(ctx, addr, gid, data, true)
+		return r.client.apply(ctx, addr, gid, data, true)
 	}
 	if g.IsLeader() {
 		return g.Apply(ctx, data)
@@ -80,11 +133,11 @@ func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []b
 	if id == "" {
 		return nil, fmt.Errorf("group %d: %w", g.ID(), region.ErrNoLeader)
 	}
-	if id == s.name {
+	if id == r.name {
 		// Raft still names us but we are no longer leader: wait for news.
 		return nil, fmt.Errorf("group %d: %w", g.ID(), region.ErrNotLeader)
 	}
-	return s.client.apply(ctx, addr, g.ID(), data, false)
+	return r.client.apply(ctx, addr, g.ID(), data, false)
 }
 
 // localRead returns the local group gid once a read at consistency c may be
@@ -94,14 +147,14 @@ func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []b
 // catchUp bounds how long a follower waits for its state machine to reach
 // the leader's read index (0: as long as ctx allows); past it the read fails
 // with errLagging, so that a caller with another replica to ask moves on.
-func (s *Store) localRead(ctx context.Context, g *raftgroup.Group, c region.Consistency, catchUp time.Duration) error {
+func (r *Router) localRead(ctx context.Context, g *raftgroup.Group, c region.Consistency, catchUp time.Duration) error {
 	if c == region.Stale {
 		return nil
 	}
 	var last error
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		err := s.readBarrier(ctx, g, catchUp)
+		err := r.readBarrier(ctx, g, catchUp)
 		if err == nil {
 			return nil
 		}
@@ -112,22 +165,23 @@ func (s *Store) localRead(ctx context.Context, g *raftgroup.Group, c region.Cons
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if err := s.pause(ctx, g, attempt, since, last); err != nil {
+		if err := r.pause(ctx, g, attempt, since, last); err != nil {
 			return fmt.Errorf("linearizable read: %w", err)
 		}
 	}
 }
 
-// readGroup returns the control group, ready for a read at consistency c.
-func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*raftgroup.Group, error) {
-	g := s.control()
+// controlRead returns the control group, ready for a read at consistency
+// c: not halted, and past the read barrier for a linearizable read.
+func (r *Router) controlRead(ctx context.Context, c region.Consistency) (*raftgroup.Group, error) {
+	g := r.groups.control()
 	if g == nil {
 		return nil, region.ErrShuttingDown
 	}
 	if err := g.Halted(); err != nil {
 		return nil, err
 	}
-	if err := s.localRead(ctx, g, c, 0); err != nil {
+	if err := r.localRead(ctx, g, c, 0); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -136,7 +190,7 @@ func (s *Store) readGroup(ctx context.Context, c region.Consistency) (*raftgroup
 // readBarrier makes this node's FSM reflect every write acknowledged before
 // the call: on the leader by a read-index round, on a follower by asking
 // the leader for the read index and waiting until the local FSM applied it.
-func (s *Store) readBarrier(ctx context.Context, g *raftgroup.Group, catchUp time.Duration) error {
+func (r *Router) readBarrier(ctx context.Context, g *raftgroup.Group, catchUp time.Duration) error {
 	if g.IsLeader() {
 		_, err := g.ReadIndex(ctx)
 		return err
@@ -145,10 +199,10 @@ func (s *Store) readBarrier(ctx context.Context, g *raftgroup.Group, catchUp tim
 	if id == "" {
 		return fmt.Errorf("group %d: %w", g.ID(), region.ErrNoLeader)
 	}
-	if id == s.name {
+	if id == r.name {
 		return fmt.Errorf("group %d: %w", g.ID(), region.ErrNotLeader)
 	}
-	idx, err := s.client.readIndex(ctx, addr, g.ID())
+	idx, err := r.client.readIndex(ctx, addr, g.ID())
 	if err != nil {
 		return err
 	}
@@ -182,13 +236,13 @@ const catchUpWait = time.Second
 // pause waits before a retry: until the group's leader changes (when it is
 // hosted here), a short backoff passes, or gives up when ctx ends or
 // LeaderWait has passed since the first failure.
-func (s *Store) pause(ctx context.Context, g *raftgroup.Group, attempt int, since time.Time, last error) error {
-	left := s.cfg.LeaderWait - time.Since(since)
+func (r *Router) pause(ctx context.Context, g *raftgroup.Group, attempt int, since time.Time, last error) error {
+	left := r.cfg.LeaderWait - time.Since(since)
 	if left <= 0 {
 		if errors.Is(last, region.ErrNoLeader) {
 			return last
 		}
-		return fmt.Errorf("%w: no leader answered within %v (last error: %v)", region.ErrNoLeader, s.cfg.LeaderWait, last)
+		return fmt.Errorf("%w: no leader answered within %v (last error: %v)", region.ErrNoLeader, r.cfg.LeaderWait, last)
 	}
 	backoff := min(5*time.Millisecond<<min(attempt, 6), 250*time.Millisecond, left)
 	t := time.NewTimer(backoff)
@@ -202,15 +256,15 @@ func (s *Store) pause(ctx context.Context, g *raftgroup.Group, attempt int, sinc
 	case <-t.C:
 	case <-ctx.Done():
 		return raftgroup.ContextError(ctx, "wait for a leader", last)
-	case <-s.stop:
+	case <-r.stop:
 		return region.ErrShuttingDown
 	}
 	return nil
 }
 
-func (s *Store) closed() bool {
+func (r *Router) closed() bool {
 	select {
-	case <-s.stop:
+	case <-r.stop:
 		return true
 	default:
 		return false

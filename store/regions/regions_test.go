@@ -1,14 +1,47 @@
-package store
+package regions
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store"
 )
+
+// These tests run the regions over a real store (package store does not
+// import regions; the layering forbids the converse only outside tests).
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// soloNode starts a single-member store (no gossip: it is its own
+// cluster) and returns it with the regions over it, once it leads.
+func soloNode(t *testing.T) (*store.Store, *API) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.New(store.Config{NodeName: "solo", DataDir: t.TempDir(), Listener: ln, Advertise: ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	r := New(s.Router(), nil)
+	s.Start()
+	if err := s.WaitLeader(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return s, r
+}
 
 // TestCreateIndexConflict: creating an index under a taken name answers
 // the existing definition; when the index is deleted between the conflict
@@ -18,10 +51,10 @@ import (
 // at once: a deleted index gave a conflict without a definition, and a
 // closed store a nil pointer dereference.)
 func TestCreateIndexConflict(t *testing.T) {
-	tc := newTestCluster(t, 1)
-	n := tc.start("solo")
-	tc.leader()
-	mustCreate(t, n.Store, "orders", region.Replicate)
+	s, n := soloNode(t)
+	if err := n.CreateRegion(ctxT(t, 10*time.Second), region.Info{Name: "orders", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
 	def := region.IndexInfo{Name: "byCustomer", Expression: "o.customerId", From: "/orders o"}
 	// exists makes sure an index named def.Name exists, so that each case
 	// starts with a conflict whatever the previous one left.
@@ -69,7 +102,7 @@ func TestCreateIndexConflict(t *testing.T) {
 		exists(t)
 		n.conflictHook = func() {
 			n.conflictHook = nil
-			if err := n.Close(); err != nil {
+			if err := s.Close(); err != nil {
 				t.Errorf("close in the window: %v", err)
 			}
 		}
@@ -78,4 +111,31 @@ func TestCreateIndexConflict(t *testing.T) {
 			t.Fatalf("create on a store closed after the conflict = %v, want ErrNoLeader saying the node is shutting down", err)
 		}
 	})
+}
+
+// TestSpansGroupsWaitsForTheTable: before this node knows the partition
+// table, whether keys span groups is unknown; it used to answer "no", and a
+// multi-group REPLACE, CAS or DELETE then skipped the precheck that keeps it
+// all-or-nothing. Now it waits for the table like any partitioned
+// operation, and fails (503) when none comes.
+func TestSpansGroupsWaitsForTheTable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not started: no bootstrap, so no partition table, for as long as the
+	// test needs.
+	s, err := store.New(store.Config{NodeName: "n1", DataDir: t.TempDir(), Listener: ln, Advertise: ln.Addr().String(), LeaderWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := New(s.Router(), nil)
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	spans, err := r.parts.spansGroups(ctx, keys)
+	if !errors.Is(err, region.ErrNoLeader) {
+		t.Fatalf("spansGroups without a partition table = %v, %v; want an ErrNoLeader error (503), not an answer", spans, err)
+	}
 }

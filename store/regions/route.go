@@ -1,4 +1,4 @@
-package store
+package regions
 
 import (
 	"cmp"
@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
-	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // Routing of region operations. A REPLICATE region lives in group 0; a
@@ -22,83 +20,84 @@ import (
 // group; region-wide reads fan out to every group and merge; multi-key
 // operations split by group. See DESIGN.md for what is atomic.
 
-// regionRef is what routing needs to know of a region.
-type regionRef struct {
-	name string
-	kind region.Kind
-	id   uint64 // group 0's ID of the region: partition commands carry it
+// Ref is what routing needs to know of a region.
+type Ref struct {
+	Name string
+	Kind region.Kind
+	ID   uint64 // the control group's ID of the region: partition commands carry it
 }
 
 // resolve looks the region up in this node's copy of group 0. A region this
 // copy does not know may have just been created elsewhere: only then, and
 // not for a stale read, does it pay for a read barrier on group 0 and look
 // again.
-func (s *Store) resolve(ctx context.Context, name string, c region.Consistency) (regionRef, error) {
-	g := s.control()
-	if g == nil {
-		return regionRef{}, region.ErrShuttingDown
+func (pt *Parts) Resolve(ctx context.Context, name string, c region.Consistency) (Ref, error) {
+	f, err := pt.groups.ControlState()
+	if err != nil {
+		return Ref{}, err
 	}
-	ref, ok := lookup(g, name)
+	ref, ok := Lookup(f, name)
 	if ok {
 		return ref, nil
 	}
 	if c == region.Stale {
-		return regionRef{}, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
+		return Ref{}, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
 	}
-	if err := s.localRead(ctx, g, region.Linearizable, 0); err != nil {
-		return regionRef{}, err
+	if err := pt.groups.ControlBarrier(ctx); err != nil {
+		return Ref{}, err
 	}
-	if ref, ok = lookup(g, name); ok {
+	if ref, ok = Lookup(f, name); ok {
 		return ref, nil
 	}
-	return regionRef{}, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
+	return Ref{}, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
 }
 
 // refresh looks the region up again after a read barrier on group 0, when a
 // partition group refused the ID we had (the region was destroyed, maybe
 // recreated, and our copy was behind).
-func (s *Store) refresh(ctx context.Context, name string) (regionRef, error) {
-	g := s.control()
-	if g == nil {
-		return regionRef{}, region.ErrShuttingDown
+func (pt *Parts) refresh(ctx context.Context, name string) (Ref, error) {
+	f, err := pt.groups.ControlState()
+	if err != nil {
+		return Ref{}, err
 	}
-	if err := s.localRead(ctx, g, region.Linearizable, 0); err != nil {
-		return regionRef{}, err
+	if err := pt.groups.ControlBarrier(ctx); err != nil {
+		return Ref{}, err
 	}
-	if ref, ok := lookup(g, name); ok {
+	if ref, ok := Lookup(f, name); ok {
 		return ref, nil
 	}
-	return regionRef{}, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
+	return Ref{}, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
 }
 
-func lookup(g *raftgroup.Group, name string) (regionRef, bool) {
-	info, ok := g.FSM().Region(name)
+// Lookup finds region name in f, a copy of the control group's state.
+func Lookup(f *fsm.FSM, name string) (Ref, bool) {
+	info, ok := f.Region(name)
 	if !ok {
-		return regionRef{}, false
+		return Ref{}, false
 	}
-	id, _ := g.FSM().RegionID(name)
-	return regionRef{name: name, kind: info.Kind, id: id}, true
+	id, _ := f.RegionID(name)
+	return Ref{Name: name, Kind: info.Kind, ID: id}, true
 }
 
 // withRegion runs op with the region's reference; when a partition group
 // says the region is gone while group 0 (our copy) still had it, it looks
 // again with a barrier and, if the region still (or again) exists, retries
 // once with the fresh ID.
-func withRegion[T any](ctx context.Context, s *Store, name string, c region.Consistency, op func(regionRef) (T, error)) (T, error) {
-	ref, err := s.resolve(ctx, name, c)
+func withRegion[T any](ctx context.Context, pt *Parts, name string, c region.Consistency, op func(Ref) (T, error)) (T, error) {
+	ref, err := pt.Resolve(ctx, name, c)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
 	out, err := op(ref)
-	if ref.kind != region.Partition || !errors.Is(err, region.ErrRegionNotFound) {
+	if ref.Kind != region.Partition || !errors.Is(err, region.ErrRegionNotFound) {
 		return out, err
 	}
 	if c == region.Stale {
 		return out, err
 	}
-	fresh, ferr := s.refresh(ctx, name)
-	if ferr != nil || fresh.id == ref.id {
+	fresh, ferr := pt.refresh(ctx, name)
+	if ferr != nil || fresh.ID == ref.ID {
 		return out, err
 	}
 	return op(fresh)
@@ -120,9 +119,9 @@ func keysByGroup(keys []string, p int) ([]uint64, map[uint64][]int) {
 	return gids, by
 }
 
-// parallel runs f for every group id concurrently and returns the errors in
+// Parallel runs f for every group id concurrently and returns the errors in
 // group order (nil where f succeeded).
-func parallel(gids []uint64, f func(i int, gid uint64) error) []error {
+func Parallel(gids []uint64, f func(i int, gid uint64) error) []error {
 	errs := make([]error, len(gids))
 	if len(gids) == 1 {
 		errs[0] = f(0, gids[0])
@@ -140,10 +139,10 @@ func parallel(gids []uint64, f func(i int, gid uint64) error) []error {
 	return errs
 }
 
-// firstError returns the first non-nil error, preferring refusals decided
+// FirstError returns the first non-nil error, preferring refusals decided
 // by a state machine (they say something about the data) over availability
 // errors, so that a multi-group answer is as informative as a single one.
-func firstError(errs []error) error {
+func FirstError(errs []error) error {
 	var avail error
 	for _, err := range errs {
 		switch {
@@ -159,40 +158,23 @@ func firstError(errs []error) error {
 	return avail
 }
 
-// partitions returns P. In the first moments of a new cluster the table
-// may not exist yet: it waits for it like for a leader (LeaderWait, ctx).
-func (s *Store) partitions(ctx context.Context) (int, error) {
-	var since time.Time
-	for attempt := 0; ; attempt++ {
-		if p := s.partitionCount(); p > 0 {
-			return p, nil
-		}
-		if since.IsZero() {
-			since = time.Now()
-		}
-		if err := s.pause(ctx, s.control(), attempt, since, errNoTable); err != nil {
-			return 0, err
-		}
-	}
-}
-
 // ---- reads ----
 
 // getPartitioned reads keys of a partitioned region, in request order.
-func (s *Store) getPartitioned(ctx context.Context, c region.Consistency, ref regionRef, keys []string) ([]json.RawMessage, error) {
-	p, err := s.partitions(ctx)
+func (pt *Parts) Get(ctx context.Context, c region.Consistency, ref Ref, keys []string) ([]json.RawMessage, error) {
+	p, err := pt.groups.PartitionCount(ctx)
 	if err != nil {
 		return nil, err
 	}
 	gids, by := keysByGroup(keys, p)
 	out := make([]json.RawMessage, len(keys))
-	errs := parallel(gids, func(_ int, gid uint64) error {
+	errs := Parallel(gids, func(_ int, gid uint64) error {
 		idx := by[gid]
 		sub := make([]string, len(idx))
 		for j, i := range idx {
 			sub[j] = keys[i]
 		}
-		resp, err := s.readPart(ctx, gid, c, readReq{Op: readGet, Region: ref.name, ID: ref.id, Keys: sub})
+		resp, err := pt.readPart(ctx, gid, c, readReq{Op: readGet, Region: ref.Name, ID: ref.ID, Keys: sub})
 		if err != nil {
 			return err
 		}
@@ -204,7 +186,7 @@ func (s *Store) getPartitioned(ctx context.Context, c region.Consistency, ref re
 		}
 		return nil
 	})
-	if err := firstError(errs); err != nil {
+	if err := FirstError(errs); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -212,18 +194,18 @@ func (s *Store) getPartitioned(ctx context.Context, c region.Consistency, ref re
 
 // listPartitioned merges the first limit entries (all when limit < 0) of
 // every group in key order.
-func (s *Store) listPartitioned(ctx context.Context, c region.Consistency, ref regionRef, limit int) ([]region.Entry, error) {
+func (pt *Parts) list(ctx context.Context, c region.Consistency, ref Ref, limit int) ([]region.Entry, error) {
 	if limit == 0 {
 		return []region.Entry{}, nil
 	}
-	p, err := s.partitions(ctx)
+	p, err := pt.groups.PartitionCount(ctx)
 	if err != nil {
 		return nil, err
 	}
-	gids := allGroups(p)
+	gids := AllGroups(p)
 	parts := make([][]region.Entry, len(gids))
-	errs := parallel(gids, func(i int, gid uint64) error {
-		resp, err := s.readPart(ctx, gid, c, readReq{Op: readList, Region: ref.name, ID: ref.id, Limit: limit})
+	errs := Parallel(gids, func(i int, gid uint64) error {
+		resp, err := pt.readPart(ctx, gid, c, readReq{Op: readList, Region: ref.Name, ID: ref.ID, Limit: limit})
 		if err != nil {
 			return err
 		}
@@ -235,7 +217,7 @@ func (s *Store) listPartitioned(ctx context.Context, c region.Consistency, ref r
 		}
 		return nil
 	})
-	if err := firstError(errs); err != nil {
+	if err := FirstError(errs); err != nil {
 		return nil, err
 	}
 	merged := slices.Concat(parts...)
@@ -247,19 +229,19 @@ func (s *Store) listPartitioned(ctx context.Context, c region.Consistency, ref r
 }
 
 // keysPartitioned merges every group's keys in order.
-func (s *Store) keysPartitioned(ctx context.Context, c region.Consistency, ref regionRef) ([]string, error) {
-	p, err := s.partitions(ctx)
+func (pt *Parts) keys(ctx context.Context, c region.Consistency, ref Ref) ([]string, error) {
+	p, err := pt.groups.PartitionCount(ctx)
 	if err != nil {
 		return nil, err
 	}
-	gids := allGroups(p)
+	gids := AllGroups(p)
 	parts := make([][]string, len(gids))
-	errs := parallel(gids, func(i int, gid uint64) error {
-		resp, err := s.readPart(ctx, gid, c, readReq{Op: readKeys, Region: ref.name, ID: ref.id})
+	errs := Parallel(gids, func(i int, gid uint64) error {
+		resp, err := pt.readPart(ctx, gid, c, readReq{Op: readKeys, Region: ref.Name, ID: ref.ID})
 		parts[i] = resp.Keys
 		return err
 	})
-	if err := firstError(errs); err != nil {
+	if err := FirstError(errs); err != nil {
 		return nil, err
 	}
 	keys := slices.Concat(parts...)
@@ -268,19 +250,19 @@ func (s *Store) keysPartitioned(ctx context.Context, c region.Consistency, ref r
 }
 
 // countPartitioned sums every group's count.
-func (s *Store) countPartitioned(ctx context.Context, c region.Consistency, ref regionRef) (int, error) {
-	p, err := s.partitions(ctx)
+func (pt *Parts) Count(ctx context.Context, c region.Consistency, ref Ref) (int, error) {
+	p, err := pt.groups.PartitionCount(ctx)
 	if err != nil {
 		return 0, err
 	}
-	gids := allGroups(p)
+	gids := AllGroups(p)
 	counts := make([]int, len(gids))
-	errs := parallel(gids, func(i int, gid uint64) error {
-		resp, err := s.readPart(ctx, gid, c, readReq{Op: readCount, Region: ref.name, ID: ref.id})
+	errs := Parallel(gids, func(i int, gid uint64) error {
+		resp, err := pt.readPart(ctx, gid, c, readReq{Op: readCount, Region: ref.Name, ID: ref.ID})
 		counts[i] = resp.Count
 		return err
 	})
-	if err := firstError(errs); err != nil {
+	if err := FirstError(errs); err != nil {
 		return 0, err
 	}
 	total := 0
@@ -290,7 +272,8 @@ func (s *Store) countPartitioned(ctx context.Context, c region.Consistency, ref 
 	return total, nil
 }
 
-func allGroups(p int) []uint64 {
+// AllGroups are the partition groups 1..p.
+func AllGroups(p int) []uint64 {
 	gids := make([]uint64, p)
 	for i := range gids {
 		gids[i] = uint64(i + 1)
@@ -302,14 +285,14 @@ func allGroups(p int) []uint64 {
 
 // applySplit sends one command per partition group holding some of keys,
 // built by mk from the indexes of that group's keys, in parallel.
-func (s *Store) applySplit(ctx context.Context, keys []string, mk func(idx []int) *fsm.Command) error {
-	p, err := s.partitions(ctx)
+func (pt *Parts) applySplit(ctx context.Context, keys []string, mk func(idx []int) *fsm.Command) error {
+	p, err := pt.groups.PartitionCount(ctx)
 	if err != nil {
 		return err
 	}
 	gids, by := keysByGroup(keys, p)
-	errs := parallel(gids, func(_ int, gid uint64) error {
-		_, err := s.applyTo(ctx, gid, mk(by[gid]))
+	errs := Parallel(gids, func(_ int, gid uint64) error {
+		_, err := pt.groups.Apply(ctx, gid, mk(by[gid]))
 		return err
 	})
 	return writeError(errs)
@@ -321,14 +304,14 @@ func (s *Store) applySplit(ctx context.Context, keys []string, mk func(idx []int
 // own part again, atomically, when it applies it). It reports the first
 // refusal in request order, as a single group would: missing keys first,
 // then CAS mismatches.
-func (s *Store) precheck(ctx context.Context, ref regionRef, keys []string, missing error, olds []json.RawMessage) error {
-	cur, err := s.getPartitioned(ctx, region.Linearizable, ref, keys)
+func (pt *Parts) precheck(ctx context.Context, ref Ref, keys []string, missing error, olds []json.RawMessage) error {
+	cur, err := pt.Get(ctx, region.Linearizable, ref, keys)
 	if err != nil {
 		return err
 	}
 	for i, v := range cur {
 		if v == nil {
-			return fmt.Errorf("region %q: key %q: %w", ref.name, keys[i], missing)
+			return fmt.Errorf("region %q: key %q: %w", ref.Name, keys[i], missing)
 		}
 	}
 	for i, old := range olds {
@@ -343,11 +326,11 @@ func (s *Store) precheck(ctx context.Context, ref regionRef, keys []string, miss
 // It needs the partition table, and waits for it as every partitioned
 // operation does (partitions): "no" without it would let a multi-group
 // write skip the precheck that keeps it all-or-nothing.
-func (s *Store) spansGroups(ctx context.Context, keys []string) (bool, error) {
+func (pt *Parts) spansGroups(ctx context.Context, keys []string) (bool, error) {
 	if len(keys) < 2 {
 		return false, nil
 	}
-	p, err := s.partitions(ctx)
+	p, err := pt.groups.PartitionCount(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -362,13 +345,26 @@ func (s *Store) spansGroups(ctx context.Context, keys []string) (bool, error) {
 
 // nextGroup picks the partition group for a generated key: one whose
 // leader is this node when there is one (no forwarding), else round robin.
-func (s *Store) nextGroup(p int) uint64 {
-	start := s.rr.Add(1)
+func (pt *Parts) nextGroup(p int) uint64 {
+	start := pt.rr.Add(1)
 	for i := 0; i < p; i++ {
 		gid := uint64((start+uint64(i))%uint64(p)) + 1
-		if g := s.groupByID(gid); g != nil && g.IsLeader() {
+		if pt.groups.Leads(gid) {
 			return gid
 		}
 	}
 	return start%uint64(p) + 1
+}
+
+// ListPart reads every entry of group gid's part of a partitioned region.
+func (pt *Parts) ListGroup(ctx context.Context, gid uint64, c region.Consistency, ref Ref) ([]region.Entry, error) {
+	resp, err := pt.readPart(ctx, gid, c, readReq{Op: readList, Region: ref.Name, ID: ref.ID, Limit: -1})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]region.Entry, len(resp.Keys))
+	for i := range resp.Keys {
+		out[i] = region.Entry{Key: resp.Keys[i], Value: resp.Values[i]}
+	}
+	return out, nil
 }

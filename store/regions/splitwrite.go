@@ -1,4 +1,4 @@
-package store
+package regions
 
 import (
 	"errors"
@@ -34,5 +34,5 @@ func writeError(errs []error) error {
 			return err
 		}
 	}
-	return firstError(errs)
+	return FirstError(errs)
 }

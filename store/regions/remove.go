@@ -1,4 +1,4 @@
-package store
+package regions
 
 import (
 	"context"
@@ -22,14 +22,14 @@ import (
 //
 // Under a steady stream of writes to the key each attempt may lose the
 // race again; ctx bounds the retries.
-func (s *Store) Remove(ctx context.Context, name, key string) (json.RawMessage, error) {
-	vals, err := s.Get(ctx, region.Linearizable, name, []string{key})
+func (r *API) Remove(ctx context.Context, name, key string) (json.RawMessage, error) {
+	vals, err := r.Get(ctx, region.Linearizable, name, []string{key})
 	if err != nil {
 		return nil, err
 	}
 	old := vals[0]
 	for old != nil {
-		err := s.deleteIf(ctx, name, region.Entry{Key: key, Value: old})
+		err := r.deleteIf(ctx, name, region.Entry{Key: key, Value: old})
 		var ce *region.ConflictError
 		switch {
 		case err == nil:
@@ -49,17 +49,17 @@ func (s *Store) Remove(ctx context.Context, name, key string) (json.RawMessage, 
 }
 
 // deleteIf deletes e.Key if it holds exactly e.Value (see fsm.OpDeleteIf).
-func (s *Store) deleteIf(ctx context.Context, name string, e region.Entry) error {
-	_, err := withRegion(ctx, s, name, region.Linearizable, func(ref regionRef) (none, error) {
+func (r *API) deleteIf(ctx context.Context, name string, e region.Entry) error {
+	_, err := withRegion(ctx, r.parts, name, region.Linearizable, func(ref Ref) (none, error) {
 		gid, cmd := controlGroup, &fsm.Command{Op: fsm.OpDeleteIf, Region: name, Entries: []region.Entry{e}}
-		if ref.kind == region.Partition {
-			p, err := s.partitions(ctx)
+		if ref.Kind == region.Partition {
+			p, err := r.groups.PartitionCount(ctx)
 			if err != nil {
 				return none{}, err
 			}
-			gid, cmd.RegionID = partition.GroupForKey(e.Key, p), ref.id
+			gid, cmd.RegionID = partition.GroupForKey(e.Key, p), ref.ID
 		}
-		_, err := s.applyTo(ctx, gid, cmd)
+		_, err := r.groups.Apply(ctx, gid, cmd)
 		return none{}, err
 	})
 	return err

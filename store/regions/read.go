@@ -1,19 +1,21 @@
-package store
+package regions
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
 )
 
-// A read of one partition group's part of a region: executed on a node
-// that hosts the group, locally when that is this node, else over the read
-// RPC by a member that hosts it.
+// A read of one partition group's part of a region: executed on a member
+// that hosts the group, locally when that is this member, else over the
+// read RPC (POST /v1/groups/{gid}/read: JSON readReq → JSON readResp) by
+// a member that hosts it.
+
+// readRPC names the read RPC among the store's group RPCs.
+const readRPC = "read"
 
 const (
 	readGet   = "get"
@@ -39,60 +41,62 @@ type readResp struct {
 	Count int      `json:"count,omitempty"`
 }
 
-// readPart reads group gid's part at consistency c: from this node's
+// readPart reads group gid's part at consistency c: from this member's
 // replica when it has a usable one, else from a member that hosts the
 // group. Every retry looks again, since a replica opens (or moves away)
 // while the cluster changes.
-func (s *Store) readPart(ctx context.Context, gid uint64, c region.Consistency, req readReq) (readResp, error) {
+func (pt *Parts) readPart(ctx context.Context, gid uint64, c region.Consistency, req readReq) (readResp, error) {
 	req.Stale = c == region.Stale
-	return retryPart(ctx, s, gid, "read", func(attempt int) (readResp, error) {
-		return s.readPartOnce(ctx, gid, c, req, attempt)
+	var resp readResp
+	err := pt.groups.Visit(ctx, gid, c, "read", func(f *fsm.FSM) error {
+		var err error
+		resp, err = execRead(f, req)
+		return err
+	}, func(addr string) error {
+		body, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		data, err := pt.groups.Call(ctx, addr, gid, readRPC, body)
+		if err != nil {
+			return err
+		}
+		resp = readResp{}
+		if err := json.Unmarshal(data, &resp); err != nil {
+			return fmt.Errorf("read from %s: %w", addr, err)
+		}
+		nullToNil(resp.Values)
+		return nil
 	})
-}
-
-// retryPart runs one read of group gid's part (a read, a query's partial,
-// a listing's opening) until it succeeds or fails for good: errors a read
-// may retry (retryableRead) are tried again after pause, against whichever
-// replica once(attempt) picks, until LeaderWait or ctx ends. what names the
-// operation in the final error.
-func retryPart[T any](ctx context.Context, s *Store, gid uint64, what string, once func(attempt int) (T, error)) (T, error) {
-	var last error
-	var since time.Time
-	for attempt := 0; ; attempt++ {
-		v, err := once(attempt)
-		if err == nil {
-			return v, nil
-		}
-		if !retryableRead(err) {
-			return v, err
-		}
-		last = err
-		if since.IsZero() {
-			since = time.Now()
-		}
-		if err := s.pause(ctx, s.localFor(gid), attempt, since, last); err != nil {
-			var zero T
-			return zero, fmt.Errorf("%s group %d: %w", what, gid, err)
-		}
-	}
-}
-
-func (s *Store) readPartOnce(ctx context.Context, gid uint64, c region.Consistency, req readReq, attempt int) (readResp, error) {
-	if g := s.localFor(gid); g != nil {
-		err := s.localRead(ctx, g, c, catchUpWait)
-		if err == nil {
-			return execRead(g.FSM(), req)
-		}
-		if !errors.Is(err, errLagging) {
-			return readResp{}, err
-		}
-		// Behind: another member answers.
-	}
-	addr, err := s.hostFor(gid, attempt)
 	if err != nil {
 		return readResp{}, err
 	}
-	return s.client.read(ctx, addr, gid, req)
+	return resp, nil
+}
+
+// serveRead answers another member's read of this member's replica.
+func (pt *Parts) serveRead(_ context.Context, replica func(region.Consistency) (*fsm.FSM, error), body []byte) ([]byte, error) {
+	var rr readReq
+	if err := json.Unmarshal(body, &rr); err != nil {
+		return nil, fmt.Errorf("%w: read request: %v", region.ErrInvalid, err)
+	}
+	c := region.Linearizable
+	if rr.Stale {
+		c = region.Stale
+	}
+	f, err := replica(c)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := execRead(f, rr)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encode read answer: %w", err)
+	}
+	return out, nil
 }
 
 // execRead runs req against a local state machine.

@@ -1,0 +1,237 @@
+package store
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/internal/durable"
+	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
+	"github.com/kvnode/kvnode/store/transport"
+)
+
+const (
+	// groupDirPrefix names partition group dirs: raft/g<id>.
+	groupDirPrefix = "g"
+	// groupInfoFile records, in a group's dir, the cluster's P, which the
+	// group's state machine needs (to generate keys that hash to the group)
+	// before the partition table can be read after a restart.
+	groupInfoFile = "group.json"
+)
+
+type groupInfo struct {
+	ID         uint64 `json:"id"`
+	Partitions int    `json:"partitions"`
+}
+
+// groupSet is the Raft groups open on this node and their directories:
+// it opens the control group at start, reopens the partition groups the
+// node hosted before, opens the ones the table places here, and closes
+// and deletes the ones that moved away (package reconcile decides when).
+type groupSet struct {
+	dataDir string
+	self    string
+	mux     *transport.Mux
+	dialer  *transport.Dialer
+	members Membership
+	raft    raftgroup.Config
+	logger  *slog.Logger
+	confirm raftgroup.ConfirmFunc
+
+	mu     sync.RWMutex
+	m      map[uint64]*raftgroup.Group
+	closed bool
+}
+
+// dir is group gid's directory: raft/g<id>.
+func (gs *groupSet) dir(gid uint64) string {
+	return filepath.Join(gs.dataDir, raftDirName, groupDirPrefix+strconv.FormatUint(gid, 10))
+}
+
+// control is the control group, nil once closed.
+func (gs *groupSet) control() *raftgroup.Group { return gs.get(controlGroup) }
+
+// get is group gid, nil when this node does not host it.
+func (gs *groupSet) get(gid uint64) *raftgroup.Group {
+	gs.mu.RLock()
+	defer gs.mu.RUnlock()
+	return gs.m[gid]
+}
+
+// sorted returns the groups hosted here, by id.
+func (gs *groupSet) sorted() []*raftgroup.Group {
+	gs.mu.RLock()
+	defer gs.mu.RUnlock()
+	out := make([]*raftgroup.Group, 0, len(gs.m))
+	for _, g := range gs.m {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *raftgroup.Group) int { return cmp.Compare(a.ID(), b.ID()) })
+	return out
+}
+
+// open opens group gid in dir with fo; the caller holds mu.
+func (gs *groupSet) open(gid uint64, dir string, fo fsm.Options) (*raftgroup.Group, error) {
+	ln, err := gs.mux.GroupListener(gid)
+	if err != nil {
+		return nil, err
+	}
+	g, err := raftgroup.Open(raftgroup.Options{
+		ID:      gid,
+		Dir:     dir,
+		LocalID: gs.self,
+		Layer:   &transport.RaftLayer{Listener: ln, Group: gid, Dialer: gs.dialer},
+		Addrs:   memberAddrs{gs.members},
+		Raft:    gs.raft,
+		FSM:     fo,
+		Logger:  gs.logger,
+		Confirm: gs.confirm,
+	})
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	gs.m[gid] = g
+	return g, nil
+}
+
+// openControl opens the control group, at start.
+func (gs *groupSet) openControl() error {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	_, err := gs.open(controlGroup, gs.dir(controlGroup), fsm.Options{})
+	return err
+}
+
+// closeAll closes every group; nothing opens afterwards.
+func (gs *groupSet) closeAll() error {
+	gs.mu.Lock()
+	groups := gs.m
+	gs.m = map[uint64]*raftgroup.Group{}
+	gs.closed = true
+	gs.mu.Unlock()
+	var err error
+	for _, g := range groups {
+		err = errors.Join(err, g.Close())
+	}
+	return err
+}
+
+// openPartition opens (creating if needed) partition group gid of p groups.
+func (gs *groupSet) openPartition(gid uint64, p int) (*raftgroup.Group, error) {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if g := gs.m[gid]; g != nil {
+		return g, nil
+	}
+	if gs.closed {
+		return nil, region.ErrShuttingDown
+	}
+	dir := gs.dir(gid)
+	if err := durable.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("partition group %d: %w", gid, err)
+	}
+	info, found, err := readGroupInfo(dir, gid)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		info = groupInfo{ID: gid, Partitions: p}
+		data, err := json.Marshal(info)
+		if err != nil {
+			return nil, fmt.Errorf("partition group %d: %w", gid, err)
+		}
+		if err := durable.WriteFile(filepath.Join(dir, groupInfoFile), data, 0o640); err != nil {
+			return nil, fmt.Errorf("partition group %d: %w", gid, err)
+		}
+	}
+	g, err := gs.open(gid, dir, fsm.Options{KeyFilter: func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }})
+	if err != nil {
+		return nil, err
+	}
+	gs.logger.Info("partition group opened", "group", gid)
+	return g, nil
+}
+
+// openExisting reopens, at start, every partition group that has
+// a dir: the node hosted it before and may still be a member, whatever
+// group 0 (which catches up only once it has a leader) says yet. A damaged
+// group.json stops the start (readGroupInfo); an empty group dir, whose
+// creation a crash cut short, waits for the table to open it; the remains
+// of a deletion a crash cut short are deleted.
+func (gs *groupSet) openExisting() error {
+	raftDir := filepath.Join(gs.dataDir, raftDirName)
+	entries, err := os.ReadDir(raftDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), groupDirPrefix) {
+			continue
+		}
+		if strings.HasSuffix(e.Name(), droppedSuffix) {
+			if err := os.RemoveAll(filepath.Join(raftDir, e.Name())); err != nil {
+				return fmt.Errorf("delete the dropped partition group dir %s: %w", e.Name(), err)
+			}
+			gs.logger.Info("deleted the rest of a dropped partition group", "dir", e.Name())
+			continue
+		}
+		gid, err := strconv.ParseUint(strings.TrimPrefix(e.Name(), groupDirPrefix), 10, 64)
+		if err != nil || gid == controlGroup {
+			continue
+		}
+		info, found, err := readGroupInfo(gs.dir(gid), gid)
+		if err != nil {
+			return err
+		}
+		if !found {
+			gs.logger.Info("an empty partition group dir: its creation was cut short; the partition table reopens it if this node hosts the group", "dir", e.Name())
+			continue
+		}
+		if _, err := gs.openPartition(gid, info.Partitions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drop closes a group this node no longer hosts and deletes its
+// data: the group's committed configuration no longer has this node.
+func (gs *groupSet) drop(g *raftgroup.Group) {
+	gs.mu.Lock()
+	if gs.m[g.ID()] != g {
+		gs.mu.Unlock()
+		return
+	}
+	delete(gs.m, g.ID())
+	gs.mu.Unlock()
+	if err := g.Close(); err != nil {
+		gs.logger.Warn("closing a dropped partition group", "group", g.ID(), "error", err)
+	}
+	// Rename, then delete: a crash in the middle of the deletion must not
+	// leave a group dir with some of its files (group.json, say) gone.
+	dir := gs.dir(g.ID())
+	dropped := dir + droppedSuffix
+	if err := os.RemoveAll(dropped); err != nil {
+		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
+	}
+	if err := os.Rename(dir, dropped); err != nil {
+		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
+	} else if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
+		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
+	} else if err := os.RemoveAll(dropped); err != nil {
+		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
+	}
+	gs.logger.Info("partition group dropped: it moved to other members", "group", g.ID())
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
 )
@@ -82,25 +83,25 @@ func (c *churn) region() (string, uint64) {
 
 func (c *churn) step(rare bool) {
 	name, id := c.region()
-	cmd := Command{Region: name, RegionID: id}
+	cmd := codec.Command{Region: name, RegionID: id}
 	switch op := c.rng.IntN(100); {
 	case op < 35:
-		cmd.Op = OpPut
+		cmd.Op = codec.OpPut
 		for range 1 + c.rng.IntN(5) {
 			cmd.Entries = append(cmd.Entries, region.Entry{Key: c.key(), Value: json.RawMessage(randomValue(c.rng))})
 		}
 	case op < 45:
-		cmd.Op = OpPutIfAbsent
+		cmd.Op = codec.OpPutIfAbsent
 		key := c.key()
 		if c.rng.IntN(2) == 0 {
 			key = "" // a generated key
 		}
 		cmd.Entries = []region.Entry{{Key: key, Value: json.RawMessage(randomValue(c.rng))}}
 	case op < 55:
-		cmd.Op = OpReplace
+		cmd.Op = codec.OpReplace
 		cmd.Entries = []region.Entry{{Key: c.key(), Value: json.RawMessage(randomValue(c.rng))}}
 	case op < 70:
-		cmd.Op = OpCAS
+		cmd.Op = codec.OpCAS
 		key := c.key()
 		old, err := c.n.f.Get(name, id, key)
 		if err != nil || c.rng.IntN(4) == 0 {
@@ -108,7 +109,7 @@ func (c *churn) step(rare bool) {
 		}
 		cmd.Pairs = []region.CASPair{{Key: key, Old: old, New: json.RawMessage(randomValue(c.rng))}}
 	case op < 96:
-		cmd.Op = OpDelete
+		cmd.Op = codec.OpDelete
 		cmd.Keys = []string{c.key()}
 		if _, err := c.n.f.Get(name, id, cmd.Keys[0]); err != nil {
 			cmd.Keys[0] = c.firstKey(name, id)
@@ -116,13 +117,13 @@ func (c *churn) step(rare bool) {
 	default:
 		// Many distinct keys at once: more than finishBelow, so a build
 		// that sees them catches up off the lock before installing.
-		cmd.Op = OpPut
+		cmd.Op = codec.OpPut
 		start := c.rng.IntN(2500)
 		for i := start; i < start+400; i++ {
 			cmd.Entries = append(cmd.Entries, region.Entry{Key: fmt.Sprintf("k%05d", i), Value: json.RawMessage(randomValue(c.rng))})
 		}
 	}
-	if cmd.Op == OpDelete && cmd.Keys[0] == "" {
+	if cmd.Op == codec.OpDelete && cmd.Keys[0] == "" {
 		return
 	}
 	c.n.apply(cmd)
@@ -143,19 +144,19 @@ func (c *churn) firstKey(name string, id uint64) string {
 func (c *churn) rareStep() {
 	switch c.rng.IntN(16) {
 	case 0:
-		c.n.apply(Command{Op: OpClear, Region: "a"})
+		c.n.apply(codec.Command{Op: codec.OpClear, Region: "a"})
 	case 1:
-		c.n.apply(Command{Op: OpClearPart, Region: "p", RegionID: c.pid})
+		c.n.apply(codec.Command{Op: codec.OpClearPart, Region: "p", RegionID: c.pid})
 	case 2:
-		c.n.apply(Command{Op: OpDestroyRegion, Region: "a"})
-		c.n.apply(Command{Op: OpCreateRegion, Region: "a", Kind: region.Replicate})
+		c.n.apply(codec.Command{Op: codec.OpDestroyRegion, Region: "a"})
+		c.n.apply(codec.Command{Op: codec.OpCreateRegion, Region: "a", Kind: region.Replicate})
 		c.fill("a", 0, c.rng.IntN(3000))
 	case 3:
 		// A newer incarnation of p replaces this group's entries of it.
 		c.pid++
 		c.fill("p", c.pid, c.rng.IntN(3000))
 	case 4:
-		c.n.apply(Command{Op: OpDestroyRegion, Region: "p", RegionID: c.pid})
+		c.n.apply(codec.Command{Op: codec.OpDestroyRegion, Region: "p", RegionID: c.pid})
 		c.pid++
 	case 5:
 		v := c.rng.IntN(defVariants)
@@ -170,7 +171,7 @@ func (c *churn) rareStep() {
 // fill puts count entries into a region, 500 per command.
 func (c *churn) fill(name string, id uint64, count int) {
 	for start := 0; start < count; start += 500 {
-		cmd := Command{Op: OpPut, Region: name, RegionID: id}
+		cmd := codec.Command{Op: codec.OpPut, Region: name, RegionID: id}
 		for i := start; i < min(start+500, count); i++ {
 			cmd.Entries = append(cmd.Entries, region.Entry{Key: fmt.Sprintf("k%05d", i), Value: json.RawMessage(randomValue(c.rng))})
 		}

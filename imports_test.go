@@ -68,6 +68,7 @@ func TestImportRules(t *testing.T) {
 	forbidden := map[string][]string{
 		"fsm":             {module + "/store", module + "/rest", module + "/cluster", echoPkg},
 		"fsm/codec":       {module + "/fsm", module + "/store", module + "/oql", module + "/index", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"fsm/indexset":    {module + "/fsm", module + "/store", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"store":           {module + "/rest", echoPkg},
 		"cluster":         {raftPkg, module + "/store", module + "/fsm"},
 		"oql":             {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},

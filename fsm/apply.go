@@ -65,7 +65,7 @@ func (s *state) createRegion(c *codec.Command, index uint64) *codec.Result {
 		return refuse(fmt.Errorf("region %q: %w", c.Region, region.ErrRegionExists))
 	}
 	r := newRegionState(c.Kind, index)
-	r.emptyIndexes(s.indexDefs[c.Region])
+	r.indexes.Empty(s.indexDefs[c.Region])
 	s.regions[c.Region] = r
 	return &codec.Result{}
 }
@@ -79,7 +79,7 @@ func (s *state) destroyRegion(c *codec.Command, _ uint64) *codec.Result {
 			s.tombstones[c.Region] = c.RegionID
 		}
 		if r, ok := s.regions[c.Region]; ok && r.id <= c.RegionID {
-			r.abandon()
+			r.indexes.Abandon()
 			delete(s.regions, c.Region)
 		}
 		return &codec.Result{}
@@ -88,7 +88,7 @@ func (s *state) destroyRegion(c *codec.Command, _ uint64) *codec.Result {
 	if err != nil {
 		return refuse(err)
 	}
-	r.abandon()
+	r.indexes.Abandon()
 	delete(s.regions, c.Region)
 	return &codec.Result{}
 }

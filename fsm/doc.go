@@ -14,7 +14,12 @@
 //     checksummed Persist, and a Restore that swaps in fully built state;
 //   - local reads with no consistency barrier, and the applied index
 //     (AppliedIndex, WaitApplied) that the store's read-index protocol waits
-//     on.
+//     on;
+//   - each replica's secondary indexes as the store sees them (SetIndexes,
+//     IndexVersion, IndexScan, IndexLen, WaitIndexes). Keeping a region's
+//     indexes exact and building them in the background is package
+//     indexset's (fsm/indexset): the FSM tells it every write, under its
+//     lock, and when a region leaves the state.
 //
 // Entries of a region live in a copy-on-write B-tree (google/btree), so reads
 // are ordered and snapshots cheap. Values are the exact JSON bytes the caller
@@ -26,7 +31,7 @@
 // structure. fsm decodes committed entries with it and decides what each
 // command means, but owns no byte of either format.
 //
-// It imports no other kvnode package but region, index and its own codec.
-// DESIGN.md describes the snapshot format, the determinism rules and the
-// applied index.
+// It imports no other kvnode package but region, index and its own codec
+// and indexset. DESIGN.md describes the snapshot format, the determinism
+// rules, the applied index and how the FSM keeps indexset's contract.
 package fsm

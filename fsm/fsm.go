@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/indexset"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -19,7 +20,7 @@ type FSM struct {
 	// Restore, SetIndexes and the short steps of background index builds
 	// take it for writing, readers for reading. Restore replaces st as a
 	// whole. Nothing holds it for longer than a bounded step: an index
-	// build works on a clone without it (indexbuild.go).
+	// build works on a clone without it (package indexset).
 	mu sync.RWMutex
 	st *state
 
@@ -38,8 +39,8 @@ type FSM struct {
 	// buildHook, when set (by tests only), is called by every background
 	// index build before each time it takes the lock to catch up or
 	// install (round 0, 1, ...), with no lock held: tests apply writes
-	// there to land them in each phase of a build.
-	buildHook func(b *indexBuild, round int)
+	// there to land them in each phase of a build (indexset.Region.Hook).
+	buildHook func(b *indexset.Build, round int)
 }
 
 // Options configure a state machine. The zero value suits group 0.

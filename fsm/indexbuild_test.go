@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/indexset"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
 )
 
 // Index builds racing writes. The regions are larger than
-// inlineBuildBudget, so every build runs in the background; the checks
+// indexset.InlineBudget, so every build runs in the background; the checks
 // compare each installed index, entry by entry, with one built from
 // scratch on the final entries (checkIndexes).
 
@@ -115,7 +116,7 @@ func (c *churn) step(rare bool) {
 			cmd.Keys[0] = c.firstKey(name, id)
 		}
 	default:
-		// Many distinct keys at once: more than finishBelow, so a build
+		// Many distinct keys at once: more than indexset's finishBelow, so a build
 		// that sees them catches up off the lock before installing.
 		cmd.Op = codec.OpPut
 		start := c.rng.IntN(2500)
@@ -189,28 +190,40 @@ func newChurn(t *testing.T, seed uint64) *churn {
 	return c
 }
 
+// buildRegion finds the region whose index b builds: its name and state,
+// and whether b is current, that is the region is still in f's state and b
+// still its build for that index.
+func buildRegion(f *FSM, b *indexset.Build) (name string, r *regionState, current bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for name, r := range f.st.regions {
+		if &r.indexes == b.Set() {
+			return name, r, r.indexes.Building(b.Def().Name) == b
+		}
+	}
+	return "", nil, false
+}
+
 // checkNotServed fails when the index b builds can be read while b is still
 // the region's build for it: a half-built index must never serve a query.
-func checkNotServed(t *testing.T, f *FSM, b *indexBuild) {
+func checkNotServed(t *testing.T, f *FSM, b *indexset.Build) {
 	t.Helper()
-	f.mu.RLock()
-	current := f.st.regions[b.region] == b.r && b.r.building[b.def.Name] == b
-	f.mu.RUnlock()
+	name, r, current := buildRegion(f, b)
 	if !current {
 		return
 	}
 	id := uint64(0) // group 0's region: read by name
-	if b.r.kind == region.Partition {
-		id = b.r.id
+	if r.kind == region.Partition {
+		id = r.id
 	}
 	// Only b installs b, and b is in its hook: if b is current now, it is
 	// still current below (the caller keeps every write out meanwhile).
-	if got := f.IndexLen(b.region, id, b.def.Name); got != -1 {
-		t.Errorf("index %q of %q answers (%d entries) while it is being built", b.def.Name, b.region, got)
+	if got := f.IndexLen(name, id, b.Def().Name); got != -1 {
+		t.Errorf("index %q of %q answers (%d entries) while it is being built", b.Def().Name, name, got)
 	}
-	served, err := f.IndexScan(b.region, id, b.def.Name, []index.Range{{Lo: int64(0), LoIncl: true}}, func(string, json.RawMessage) bool { return true })
+	served, err := f.IndexScan(name, id, b.Def().Name, []index.Range{{Lo: int64(0), LoIncl: true}}, func(string, json.RawMessage) bool { return true })
 	if served || err != nil {
-		t.Errorf("IndexScan of %q on %q while it is being built = %v, %v; want a fallback to a scan", b.def.Name, b.region, served, err)
+		t.Errorf("IndexScan of %q on %q while it is being built = %v, %v; want a fallback to a scan", b.Def().Name, name, served, err)
 	}
 }
 
@@ -230,7 +243,7 @@ func TestIndexBuildsUnderInterleavedWrites(t *testing.T) {
 		var mu sync.Mutex
 		hooks, rounds := 0, 0
 		frozen := false
-		c.n.f.buildHook = func(b *indexBuild, round int) {
+		c.n.f.buildHook = func(b *indexset.Build, round int) {
 			mu.Lock() // every write of this test happens under mu
 			defer mu.Unlock()
 			checkNotServed(t, c.n.f, b)
@@ -342,16 +355,16 @@ func TestIndexBuildKeepsDefinitionsAndRestartsNothing(t *testing.T) {
 	c := newChurn(t, 7)
 	f := c.n.f
 	var once sync.Once
-	var first *indexBuild
-	f.buildHook = func(b *indexBuild, round int) {
+	var first *indexset.Build
+	f.buildHook = func(b *indexset.Build, round int) {
 		once.Do(func() {
 			first = b
 			f.SetIndexes(2, defVariant(0)) // the same definitions, a new label
 			f.mu.RLock()
-			still := b.r.building[b.def.Name] == b
+			still := b.Set().Building(b.Def().Name) == b
 			f.mu.RUnlock()
 			if !still {
-				t.Errorf("setting the same definitions again replaced the build of %q", b.def.Name)
+				t.Errorf("setting the same definitions again replaced the build of %q", b.Def().Name)
 			}
 		})
 	}
@@ -380,7 +393,7 @@ func TestRestoreBuildsIndexesInTheBackground(t *testing.T) {
 	f := New(Options{})
 	f.SetIndexes(1, defVariant(0))
 	release := make(chan struct{})
-	f.buildHook = func(b *indexBuild, round int) {
+	f.buildHook = func(b *indexset.Build, round int) {
 		if round == 0 {
 			<-release
 		}
@@ -409,7 +422,7 @@ func TestRestoreBuildsIndexesInTheBackground(t *testing.T) {
 func TestWaitIndexesEndsWithItsContext(t *testing.T) {
 	c := newChurn(t, 11)
 	release := make(chan struct{})
-	c.n.f.buildHook = func(*indexBuild, int) { <-release }
+	c.n.f.buildHook = func(*indexset.Build, int) { <-release }
 	defer close(release)
 	c.n.f.SetIndexes(1, defVariant(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/transport"
@@ -150,7 +150,7 @@ func (s *Store) ClearLocal(ctx context.Context, name string, groups []uint64) er
 		return s.Clear(ctx, name)
 	}
 	errs := parallel(groups, func(_ int, gid uint64) error {
-		_, err := s.applyTo(ctx, gid, &fsm.Command{Op: fsm.OpClearPart, Region: name, RegionID: ref.id})
+		_, err := s.applyTo(ctx, gid, &codec.Command{Op: codec.OpClearPart, Region: name, RegionID: ref.id})
 		return err
 	})
 	return firstError(errs)
@@ -194,7 +194,7 @@ func (s *Store) SetMeta(ctx context.Context, key string, version uint64, value [
 }
 
 func (s *Store) setMeta(ctx context.Context, key string, version uint64, value []byte) error {
-	_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: value})
+	_, err := s.apply(ctx, &codec.Command{Op: codec.OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: value})
 	return err
 }
 

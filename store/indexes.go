@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
@@ -24,7 +24,7 @@ import (
 // Each node installs the current definitions into its local state machines
 // on every round of its partition loop and before every query. A state
 // machine builds an index over a large region in the background, without
-// stopping writes (fsm/indexbuild.go); until it is installed, queries on
+// stopping writes (fsm/indexset); until it is installed, queries on
 // that replica scan the region, which gives the same rows, only slower.
 
 // indexKeyPrefix is where index definitions live among group 0's metadata.
@@ -58,7 +58,7 @@ func (s *Store) CreateIndex(ctx context.Context, regionName string, def region.I
 	}
 	key := indexKey(regionName, def.Name)
 	for {
-		res, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaValue: raw})
+		res, err := s.apply(ctx, &codec.Command{Op: codec.OpSetMeta, MetaKey: key, MetaValue: raw})
 		if err == nil {
 			s.awaitIndexBuilds(ctx, res.Version)
 			return nil
@@ -155,7 +155,7 @@ func (s *Store) dropIndexes(ctx context.Context, regionName string) error {
 		return errClosed
 	}
 	for _, e := range g0.fsm.MetaList(indexKeyPrefix + regionName + "/") {
-		_, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: e.Key, MetaVersion: e.Version})
+		_, err := s.apply(ctx, &codec.Command{Op: codec.OpSetMeta, MetaKey: e.Key, MetaVersion: e.Version})
 		if err != nil && !errors.Is(err, region.ErrVersionConflict) && !errors.Is(err, region.ErrKeyNotFound) {
 			return fmt.Errorf("drop index %s: %w", e.Key, err)
 		}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
 )
@@ -306,8 +306,8 @@ func TestPartitionedRegionDestroyAndRecreate(t *testing.T) {
 	}
 	// A write still carrying the destroyed incarnation's ID (as from a node
 	// whose copy of group 0 is behind) must not land anywhere.
-	err = s.applySplit(ctx, []string{"k0001"}, func([]int) *fsm.Command {
-		return &fsm.Command{Op: fsm.OpPut, Region: "p", RegionID: oldRef.id,
+	err = s.applySplit(ctx, []string{"k0001"}, func([]int) *codec.Command {
+		return &codec.Command{Op: codec.OpPut, Region: "p", RegionID: oldRef.id,
 			Entries: []region.Entry{{Key: "k0001", Value: val(`{"late":true}`)}}}
 	})
 	if !errors.Is(err, region.ErrRegionNotFound) {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -14,7 +14,7 @@ import (
 var errClosed = fmt.Errorf("%w: this node is shutting down", region.ErrNoLeader)
 
 // apply replicates cmd through the control group; see applyTo.
-func (s *Store) apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
+func (s *Store) apply(ctx context.Context, cmd *codec.Command) (*codec.Result, error) {
 	return s.applyTo(ctx, controlGroup, cmd)
 }
 
@@ -30,7 +30,7 @@ func (s *Store) apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error
 // leader, unreachable) are retried until a leader answers, LeaderWait passes
 // or ctx ends; an unknown outcome is reported as region.ErrIndeterminate and
 // never retried, so a put-if-absent or CAS is never applied twice by us.
-func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm.Result, error) {
+func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *codec.Command) (*codec.Result, error) {
 	if s.closed() {
 		return nil, errClosed
 	}
@@ -61,7 +61,7 @@ func (s *Store) applyTo(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm
 	}
 }
 
-func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*fsm.Result, error) {
+func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*codec.Result, error) {
 	g := s.localFor(gid)
 	if g != nil && gid == controlGroup {
 		if err := g.halted(); err != nil {
@@ -94,8 +94,8 @@ func (s *Store) applyOnce(ctx context.Context, gid uint64, attempt int, data []b
 // passed here), so it decodes every command first, whichever path brought
 // it: a committed entry that does not decode would halt every replica of
 // the group that applies it (fsm.Halted).
-func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Result, error) {
-	op, err := fsm.CheckCommand(data)
+func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*codec.Result, error) {
+	op, err := codec.CheckCommand(data)
 	if err != nil {
 		return nil, fmt.Errorf("group %d: %w: refused before it entered the log: %v", g.id, errBadCommand, err)
 	}
@@ -123,7 +123,7 @@ func (s *Store) applyLocal(ctx context.Context, g *group, data []byte) (*fsm.Res
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %v while the entry was being committed", region.ErrIndeterminate, ctx.Err())
 	}
-	res, ok := f.Response().(*fsm.Result)
+	res, ok := f.Response().(*codec.Result)
 	if !ok {
 		return nil, fmt.Errorf("group %d: unexpected state machine response %T", g.id, f.Response())
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
@@ -301,7 +302,7 @@ func allGroups(p int) []uint64 {
 
 // applySplit sends one command per partition group holding some of keys,
 // built by mk from the indexes of that group's keys, in parallel.
-func (s *Store) applySplit(ctx context.Context, keys []string, mk func(idx []int) *fsm.Command) error {
+func (s *Store) applySplit(ctx context.Context, keys []string, mk func(idx []int) *codec.Command) error {
 	p, err := s.partitions(ctx)
 	if err != nil {
 		return err

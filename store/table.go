@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
@@ -55,7 +55,7 @@ func (s *Store) casTable(ctx context.Context, expect uint64, t partition.Table) 
 	if err != nil {
 		return 0, fmt.Errorf("encode partition table: %w", err)
 	}
-	res, err := s.apply(ctx, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: tableKey, MetaVersion: expect, MetaValue: raw})
+	res, err := s.apply(ctx, &codec.Command{Op: codec.OpSetMeta, MetaKey: tableKey, MetaVersion: expect, MetaValue: raw})
 	if err != nil {
 		return 0, err
 	}

@@ -75,6 +75,8 @@ func TestImportRules(t *testing.T) {
 		module + "/oql", module + "/index", module + "/function", module + "/auth", raftPkg, memberlistPkg, echoPkg}
 	forbidden := map[string][]string{
 		"fsm":             {module + "/store", module + "/rest", module + "/cluster", echoPkg},
+		"fsm/codec":       {module + "/fsm", module + "/store", module + "/oql", module + "/index", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"fsm/indexset":    {module + "/fsm", module + "/store", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"store":           {module + "/rest", module + "/store/regions", module + "/store/query", echoPkg},
 		"cluster":         {raftPkg, module + "/store", module + "/fsm"},
 		"oql":             {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},

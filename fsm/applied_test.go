@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -45,20 +46,20 @@ func TestAppliedIndexTracksEveryEntry(t *testing.T) {
 		t.Fatalf("AppliedIndex of a new FSM = %d, want 0", got)
 	}
 	n.create("r", region.Replicate)
-	n.apply(Command{Op: OpDelete, Region: "r", Keys: []string{"missing"}}) // refused, still applied
+	n.apply(codec.Command{Op: codec.OpDelete, Region: "r", Keys: []string{"missing"}}) // refused, still applied
 	if got := n.f.AppliedIndex(); got != 2 {
 		t.Errorf("AppliedIndex = %d, want 2", got)
 	}
 	n.f.ApplyBatch([]*raft.Log{
 		{Index: 3, Type: raft.LogConfiguration},
-		n.logAt(4, Command{Op: OpPut, Region: "r", Entries: entries("k", "{}")}),
+		n.logAt(4, codec.Command{Op: codec.OpPut, Region: "r", Entries: entries("k", "{}")}),
 	})
 	if got := n.f.AppliedIndex(); got != 4 {
 		t.Errorf("AppliedIndex after a batch ending at 4 = %d, want 4", got)
 	}
 }
 
-func (n *node) logAt(index uint64, c Command) *raft.Log {
+func (n *node) logAt(index uint64, c codec.Command) *raft.Log {
 	n.index = index - 1
 	return n.log(c)
 }

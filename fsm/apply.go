@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -16,41 +17,41 @@ import (
 
 // handler applies one kind of command.
 // index is the log index of the entry being applied.
-type handler func(s *state, c *Command, index uint64) *Result
+type handler func(s *state, c *codec.Command, index uint64) *codec.Result
 
 // handlers is the dispatch table from Op to operation, indexed by Op.
-type handlers [maxOp + 1]handler
+type handlers [codec.MaxOp + 1]handler
 
 func newHandlers() *handlers {
 	return &handlers{
-		OpCreateRegion:  (*state).createRegion,
-		OpDestroyRegion: (*state).destroyRegion,
-		OpPut:           (*state).put,
-		OpPutIfAbsent:   (*state).putIfAbsent,
-		OpReplace:       (*state).replace,
-		OpCAS:           (*state).cas,
-		OpDelete:        (*state).delete,
-		OpClear:         (*state).clear,
-		OpClearPart:     (*state).clearPart,
-		OpDeleteIf:      (*state).deleteIf,
-		OpSetMeta:       (*state).setMeta,
-		OpBatch:         nil, // FSM.applyBatchCommand
-		OpStage:         (*state).stageChunk,
-		OpCommitStaged:  nil, // FSM.commitStaged
-		OpDropStaged:    (*state).dropStaged,
+		codec.OpCreateRegion:  (*state).createRegion,
+		codec.OpDestroyRegion: (*state).destroyRegion,
+		codec.OpPut:           (*state).put,
+		codec.OpPutIfAbsent:   (*state).putIfAbsent,
+		codec.OpReplace:       (*state).replace,
+		codec.OpCAS:           (*state).cas,
+		codec.OpDelete:        (*state).delete,
+		codec.OpClear:         (*state).clear,
+		codec.OpClearPart:     (*state).clearPart,
+		codec.OpDeleteIf:      (*state).deleteIf,
+		codec.OpSetMeta:       (*state).setMeta,
+		codec.OpBatch:         nil, // FSM.applyBatchCommand
+		codec.OpStage:         (*state).stageChunk,
+		codec.OpCommitStaged:  nil, // FSM.commitStaged
+		codec.OpDropStaged:    (*state).dropStaged,
 	}
 }
 
 // refuse is the Result of a refused command.
-func refuse(err error) *Result { return &Result{Err: err} }
+func refuse(err error) *codec.Result { return &codec.Result{Err: err} }
 
 // invalid refuses a command that is well-formed on the wire but makes no
 // sense (the store validates requests, so this means a caller bug).
-func invalid(c *Command, format string, args ...any) *Result {
+func invalid(c *codec.Command, format string, args ...any) *codec.Result {
 	return refuse(fmt.Errorf("%v on region %q: %w: %s", c.Op, c.Region, region.ErrInvalid, fmt.Sprintf(format, args...)))
 }
 
-func (s *state) createRegion(c *Command, index uint64) *Result {
+func (s *state) createRegion(c *codec.Command, index uint64) *codec.Result {
 	if c.Region == "" {
 		return invalid(c, "the region name is empty")
 	}
@@ -64,37 +65,37 @@ func (s *state) createRegion(c *Command, index uint64) *Result {
 		return refuse(fmt.Errorf("region %q: %w", c.Region, region.ErrRegionExists))
 	}
 	r := newRegionState(c.Kind, index)
-	r.emptyIndexes(s.indexDefs[c.Region])
+	r.indexes.Empty(s.indexDefs[c.Region])
 	s.regions[c.Region] = r
-	return &Result{}
+	return &codec.Result{}
 }
 
 // destroyRegion removes a region. With a region ID (a partition group) it
 // records a tombstone and always succeeds: it is idempotent garbage
 // collection, and the tombstone keeps late commands from resurrecting it.
-func (s *state) destroyRegion(c *Command, _ uint64) *Result {
+func (s *state) destroyRegion(c *codec.Command, _ uint64) *codec.Result {
 	if c.RegionID != 0 {
 		if c.RegionID > s.tombstones[c.Region] {
 			s.tombstones[c.Region] = c.RegionID
 		}
 		if r, ok := s.regions[c.Region]; ok && r.id <= c.RegionID {
-			r.abandon()
+			r.indexes.Abandon()
 			delete(s.regions, c.Region)
 		}
-		return &Result{}
+		return &codec.Result{}
 	}
 	r, err := s.region(c.Region)
 	if err != nil {
 		return refuse(err)
 	}
-	r.abandon()
+	r.indexes.Abandon()
 	delete(s.regions, c.Region)
-	return &Result{}
+	return &codec.Result{}
 }
 
 // checkEntries refuses an entry list that is empty or holds an empty key
 // (unless emptyKeyOK) or an empty value.
-func checkEntries(c *Command, emptyKeyOK bool) *Result {
+func checkEntries(c *codec.Command, emptyKeyOK bool) *codec.Result {
 	if len(c.Entries) == 0 {
 		return invalid(c, "the command has no entries")
 	}
@@ -110,7 +111,7 @@ func checkEntries(c *Command, emptyKeyOK bool) *Result {
 }
 
 // put upserts every entry in order, so a later duplicate key wins.
-func (s *state) put(c *Command, _ uint64) *Result {
+func (s *state) put(c *codec.Command, _ uint64) *codec.Result {
 	if res := checkEntries(c, false); res != nil {
 		return res
 	}
@@ -121,12 +122,12 @@ func (s *state) put(c *Command, _ uint64) *Result {
 	for _, e := range c.Entries {
 		r.put(e.Key, e.Value)
 	}
-	return &Result{}
+	return &codec.Result{}
 }
 
 // putIfAbsent writes one entry unless its key exists; an empty key asks for
 // a generated one.
-func (s *state) putIfAbsent(c *Command, _ uint64) *Result {
+func (s *state) putIfAbsent(c *codec.Command, _ uint64) *codec.Result {
 	if res := checkEntries(c, true); res != nil {
 		return res
 	}
@@ -141,14 +142,14 @@ func (s *state) putIfAbsent(c *Command, _ uint64) *Result {
 	if e.Key == "" {
 		e.Key = s.nextKey(r)
 	} else if cur, ok := r.get(e.Key); ok {
-		return &Result{Key: e.Key, Err: &region.ConflictError{Err: region.ErrKeyExists, Key: e.Key, Current: cur}}
+		return &codec.Result{Key: e.Key, Err: &region.ConflictError{Err: region.ErrKeyExists, Key: e.Key, Current: cur}}
 	}
 	r.put(e.Key, e.Value)
-	return &Result{Key: e.Key}
+	return &codec.Result{Key: e.Key}
 }
 
 // replace overwrites entries only if every key exists.
-func (s *state) replace(c *Command, _ uint64) *Result {
+func (s *state) replace(c *codec.Command, _ uint64) *codec.Result {
 	if res := checkEntries(c, false); res != nil {
 		return res
 	}
@@ -164,14 +165,14 @@ func (s *state) replace(c *Command, _ uint64) *Result {
 	for _, e := range c.Entries {
 		r.put(e.Key, e.Value)
 	}
-	return &Result{}
+	return &codec.Result{}
 }
 
 // cas writes every New only if every key exists and every Old equals the
 // current value (jsonEqual). Missing keys are reported before mismatches;
 // all checks see the state before the command, and a later duplicate key's
 // New wins.
-func (s *state) cas(c *Command, _ uint64) *Result {
+func (s *state) cas(c *codec.Command, _ uint64) *codec.Result {
 	if len(c.Pairs) == 0 {
 		return invalid(c, "the command has no compare-and-set pairs")
 	}
@@ -200,11 +201,11 @@ func (s *state) cas(c *Command, _ uint64) *Result {
 	for _, p := range c.Pairs {
 		r.put(p.Key, p.New)
 	}
-	return &Result{}
+	return &codec.Result{}
 }
 
 // delete removes the keys only if every one exists.
-func (s *state) delete(c *Command, _ uint64) *Result {
+func (s *state) delete(c *codec.Command, _ uint64) *codec.Result {
 	if len(c.Keys) == 0 {
 		return invalid(c, "the command has no keys")
 	}
@@ -220,7 +221,7 @@ func (s *state) delete(c *Command, _ uint64) *Result {
 	for _, k := range c.Keys {
 		r.del(k)
 	}
-	return &Result{}
+	return &codec.Result{}
 }
 
 // deleteIf removes every key whose current value is exactly the one given,
@@ -230,7 +231,7 @@ func (s *state) delete(c *Command, _ uint64) *Result {
 // *region.ConflictError with ErrCASMismatch and the current value, which
 // the caller can retry against. Values are compared byte for byte, not as
 // JSON: the caller must get back exactly the bytes it removed.
-func (s *state) deleteIf(c *Command, _ uint64) *Result {
+func (s *state) deleteIf(c *codec.Command, _ uint64) *codec.Result {
 	if len(c.Entries) == 0 {
 		return invalid(c, "the command has no entries")
 	}
@@ -259,13 +260,13 @@ func (s *state) deleteIf(c *Command, _ uint64) *Result {
 	for _, e := range c.Entries {
 		r.del(e.Key)
 	}
-	return &Result{}
+	return &codec.Result{}
 }
 
 // clear removes every entry of a replicated region. A partitioned region
 // spreads over several groups, so one group cannot clear it atomically;
 // Geode refuses it too.
-func (s *state) clear(c *Command, _ uint64) *Result {
+func (s *state) clear(c *codec.Command, _ uint64) *codec.Result {
 	if c.RegionID != 0 {
 		return invalid(c, "a partition group cannot clear a region")
 	}
@@ -277,13 +278,13 @@ func (s *state) clear(c *Command, _ uint64) *Result {
 		return refuse(fmt.Errorf("region %q: clearing a partitioned region is not supported; delete its entries by key or destroy the region: %w", c.Region, region.ErrNotSupported))
 	}
 	r.clear()
-	return &Result{}
+	return &codec.Result{}
 }
 
 // clearPart removes every entry of this partition group's part of a
 // partitioned region: the ClearRegion function clears a partitioned region
 // group by group with it, each group atomically.
-func (s *state) clearPart(c *Command, _ uint64) *Result {
+func (s *state) clearPart(c *codec.Command, _ uint64) *codec.Result {
 	if c.RegionID == 0 {
 		return invalid(c, "clear-part needs the region id of a partition group")
 	}
@@ -292,29 +293,29 @@ func (s *state) clearPart(c *Command, _ uint64) *Result {
 		return refuse(err)
 	}
 	r.clear()
-	return &Result{}
+	return &codec.Result{}
 }
 
 // setMeta stores a metadata value if the key's current version (0: absent)
 // is the expected one; the new version is the entry's log index. An empty
 // value deletes the key (no command before this rule ever carried one:
 // the partition table, the first metadata, is never empty).
-func (s *state) setMeta(c *Command, index uint64) *Result {
+func (s *state) setMeta(c *codec.Command, index uint64) *codec.Result {
 	if c.MetaKey == "" {
 		return refuse(fmt.Errorf("%v: %w: the metadata key is empty", c.Op, region.ErrInvalid))
 	}
 	cur := s.meta[c.MetaKey]
 	if cur.version != c.MetaVersion {
-		return &Result{Version: cur.version, Err: fmt.Errorf("metadata %q: expected version %d, found %d: %w",
+		return &codec.Result{Version: cur.version, Err: fmt.Errorf("metadata %q: expected version %d, found %d: %w",
 			c.MetaKey, c.MetaVersion, cur.version, region.ErrVersionConflict)}
 	}
 	if len(c.MetaValue) == 0 {
 		if cur.version == 0 {
-			return &Result{Err: fmt.Errorf("metadata %q: %w", c.MetaKey, region.ErrKeyNotFound)}
+			return &codec.Result{Err: fmt.Errorf("metadata %q: %w", c.MetaKey, region.ErrKeyNotFound)}
 		}
 		delete(s.meta, c.MetaKey)
-		return &Result{Version: index}
+		return &codec.Result{Version: index}
 	}
 	s.meta[c.MetaKey] = metaEntry{value: c.MetaValue, version: index}
-	return &Result{Version: index}
+	return &codec.Result{Version: index}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -33,7 +34,7 @@ func TestApply(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		cmd     Command
+		cmd     codec.Command
 		wantErr error  // sentinel; nil means success
 		wantMsg string // substring of the error message
 		// wantConflict, when set, is the *region.ConflictError expected.
@@ -43,130 +44,130 @@ func TestApply(t *testing.T) {
 		want string
 	}{
 		// create-region
-		{name: "create replicate", cmd: Command{Op: OpCreateRegion, Region: "new", Kind: region.Replicate},
+		{name: "create replicate", cmd: codec.Command{Op: codec.OpCreateRegion, Region: "new", Kind: region.Replicate},
 			want: "new(REPLICATE)\n" + fixtureDump},
-		{name: "create partition", cmd: Command{Op: OpCreateRegion, Region: "zz", Kind: region.Partition},
+		{name: "create partition", cmd: codec.Command{Op: codec.OpCreateRegion, Region: "zz", Kind: region.Partition},
 			want: fixtureDump + "zz(PARTITION)\n"},
-		{name: "create existing", cmd: Command{Op: OpCreateRegion, Region: "orders", Kind: region.Replicate},
+		{name: "create existing", cmd: codec.Command{Op: codec.OpCreateRegion, Region: "orders", Kind: region.Replicate},
 			wantErr: region.ErrRegionExists, wantMsg: `region "orders"`},
-		{name: "create existing as other kind", cmd: Command{Op: OpCreateRegion, Region: "parts", Kind: region.Replicate},
+		{name: "create existing as other kind", cmd: codec.Command{Op: codec.OpCreateRegion, Region: "parts", Kind: region.Replicate},
 			wantErr: region.ErrRegionExists},
-		{name: "create unknown kind", cmd: Command{Op: OpCreateRegion, Region: "new", Kind: "LOCAL"},
+		{name: "create unknown kind", cmd: codec.Command{Op: codec.OpCreateRegion, Region: "new", Kind: "LOCAL"},
 			wantErr: region.ErrInvalid, wantMsg: "LOCAL"},
-		{name: "create empty name", cmd: Command{Op: OpCreateRegion, Kind: region.Replicate},
+		{name: "create empty name", cmd: codec.Command{Op: codec.OpCreateRegion, Kind: region.Replicate},
 			wantErr: region.ErrInvalid},
 
 		// destroy-region
-		{name: "destroy", cmd: Command{Op: OpDestroyRegion, Region: "orders"},
+		{name: "destroy", cmd: codec.Command{Op: codec.OpDestroyRegion, Region: "orders"},
 			want: "parts(PARTITION) x={}\n"},
-		{name: "destroy missing", cmd: Command{Op: OpDestroyRegion, Region: "nope"},
+		{name: "destroy missing", cmd: codec.Command{Op: codec.OpDestroyRegion, Region: "nope"},
 			wantErr: region.ErrRegionNotFound, wantMsg: `region "nope"`},
 
 		// put
-		{name: "put new", cmd: Command{Op: OpPut, Region: "orders", Entries: entries("c", `{"n":3}`)},
+		{name: "put new", cmd: codec.Command{Op: codec.OpPut, Region: "orders", Entries: entries("c", `{"n":3}`)},
 			want: "orders(REPLICATE) a={\"n\":1} b={\"n\":2,\"tags\":[\"x\"]} c={\"n\":3}\nparts(PARTITION) x={}\n"},
-		{name: "put overwrites", cmd: Command{Op: OpPut, Region: "orders", Entries: entries("a", `{"n":10.0}`)},
+		{name: "put overwrites", cmd: codec.Command{Op: codec.OpPut, Region: "orders", Entries: entries("a", `{"n":10.0}`)},
 			want: "orders(REPLICATE) a={\"n\":10.0} b={\"n\":2,\"tags\":[\"x\"]}\nparts(PARTITION) x={}\n"},
-		{name: "put-all, later duplicate wins", cmd: Command{Op: OpPut, Region: "orders",
+		{name: "put-all, later duplicate wins", cmd: codec.Command{Op: codec.OpPut, Region: "orders",
 			Entries: entries("c", `{"v":1}`, "a", `{}`, "c", `{"v":2}`)},
 			want: "orders(REPLICATE) a={} b={\"n\":2,\"tags\":[\"x\"]} c={\"v\":2}\nparts(PARTITION) x={}\n"},
-		{name: "put into partition region", cmd: Command{Op: OpPut, Region: "parts", Entries: entries("y", `{}`)},
+		{name: "put into partition region", cmd: codec.Command{Op: codec.OpPut, Region: "parts", Entries: entries("y", `{}`)},
 			want: "orders(REPLICATE) a={\"n\":1} b={\"n\":2,\"tags\":[\"x\"]}\nparts(PARTITION) x={} y={}\n"},
-		{name: "put unknown region", cmd: Command{Op: OpPut, Region: "nope", Entries: entries("a", `{}`)},
+		{name: "put unknown region", cmd: codec.Command{Op: codec.OpPut, Region: "nope", Entries: entries("a", `{}`)},
 			wantErr: region.ErrRegionNotFound},
-		{name: "put no entries", cmd: Command{Op: OpPut, Region: "orders"}, wantErr: region.ErrInvalid},
-		{name: "put empty key", cmd: Command{Op: OpPut, Region: "orders", Entries: entries("c", `{}`, "", `{}`)},
+		{name: "put no entries", cmd: codec.Command{Op: codec.OpPut, Region: "orders"}, wantErr: region.ErrInvalid},
+		{name: "put empty key", cmd: codec.Command{Op: codec.OpPut, Region: "orders", Entries: entries("c", `{}`, "", `{}`)},
 			wantErr: region.ErrInvalid, wantMsg: "entry 1"},
-		{name: "put empty value", cmd: Command{Op: OpPut, Region: "orders", Entries: entries("c", ``)},
+		{name: "put empty value", cmd: codec.Command{Op: codec.OpPut, Region: "orders", Entries: entries("c", ``)},
 			wantErr: region.ErrInvalid},
 
 		// put-if-absent
-		{name: "put-if-absent new", cmd: Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("c", `{}`)},
+		{name: "put-if-absent new", cmd: codec.Command{Op: codec.OpPutIfAbsent, Region: "orders", Entries: entries("c", `{}`)},
 			wantKey: "c", want: "orders(REPLICATE) a={\"n\":1} b={\"n\":2,\"tags\":[\"x\"]} c={}\nparts(PARTITION) x={}\n"},
-		{name: "put-if-absent existing", cmd: Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("b", `{}`)},
+		{name: "put-if-absent existing", cmd: codec.Command{Op: codec.OpPutIfAbsent, Region: "orders", Entries: entries("b", `{}`)},
 			wantErr: region.ErrKeyExists, wantKey: "b",
 			wantConflict: &region.ConflictError{Err: region.ErrKeyExists, Key: "b", Current: []byte(`{"n":2,"tags":["x"]}`)}},
-		{name: "put-if-absent generated", cmd: Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("", `{"g":1}`)},
+		{name: "put-if-absent generated", cmd: codec.Command{Op: codec.OpPutIfAbsent, Region: "orders", Entries: entries("", `{"g":1}`)},
 			wantKey: "1", want: "orders(REPLICATE) 1={\"g\":1} a={\"n\":1} b={\"n\":2,\"tags\":[\"x\"]}\nparts(PARTITION) x={}\n"},
-		{name: "put-if-absent unknown region", cmd: Command{Op: OpPutIfAbsent, Region: "nope", Entries: entries("c", `{}`)},
+		{name: "put-if-absent unknown region", cmd: codec.Command{Op: codec.OpPutIfAbsent, Region: "nope", Entries: entries("c", `{}`)},
 			wantErr: region.ErrRegionNotFound},
-		{name: "put-if-absent two entries", cmd: Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("c", `{}`, "d", `{}`)},
+		{name: "put-if-absent two entries", cmd: codec.Command{Op: codec.OpPutIfAbsent, Region: "orders", Entries: entries("c", `{}`, "d", `{}`)},
 			wantErr: region.ErrInvalid},
-		{name: "put-if-absent no entries", cmd: Command{Op: OpPutIfAbsent, Region: "orders"},
+		{name: "put-if-absent no entries", cmd: codec.Command{Op: codec.OpPutIfAbsent, Region: "orders"},
 			wantErr: region.ErrInvalid},
 
 		// replace
-		{name: "replace one", cmd: Command{Op: OpReplace, Region: "orders", Entries: entries("a", `{"n":5}`)},
+		{name: "replace one", cmd: codec.Command{Op: codec.OpReplace, Region: "orders", Entries: entries("a", `{"n":5}`)},
 			want: "orders(REPLICATE) a={\"n\":5} b={\"n\":2,\"tags\":[\"x\"]}\nparts(PARTITION) x={}\n"},
-		{name: "replace all", cmd: Command{Op: OpReplace, Region: "orders", Entries: entries("b", `{}`, "a", `{"z":0}`)},
+		{name: "replace all", cmd: codec.Command{Op: codec.OpReplace, Region: "orders", Entries: entries("b", `{}`, "a", `{"z":0}`)},
 			want: "orders(REPLICATE) a={\"z\":0} b={}\nparts(PARTITION) x={}\n"},
-		{name: "replace with a missing key", cmd: Command{Op: OpReplace, Region: "orders",
+		{name: "replace with a missing key", cmd: codec.Command{Op: codec.OpReplace, Region: "orders",
 			Entries: entries("a", `{"n":9}`, "zz", `{}`, "yy", `{}`)},
 			wantErr: region.ErrKeyAbsent, wantMsg: `key "zz"`},
-		{name: "replace unknown region", cmd: Command{Op: OpReplace, Region: "nope", Entries: entries("a", `{}`)},
+		{name: "replace unknown region", cmd: codec.Command{Op: codec.OpReplace, Region: "nope", Entries: entries("a", `{}`)},
 			wantErr: region.ErrRegionNotFound},
 
 		// cas
-		{name: "cas equal with other member order", cmd: Command{Op: OpCAS, Region: "orders",
+		{name: "cas equal with other member order", cmd: codec.Command{Op: codec.OpCAS, Region: "orders",
 			Pairs: []region.CASPair{pair("b", `{"tags":["x"],"n":2}`, `{"n":3}`)}},
 			want: "orders(REPLICATE) a={\"n\":1} b={\"n\":3}\nparts(PARTITION) x={}\n"},
-		{name: "cas all pairs", cmd: Command{Op: OpCAS, Region: "orders",
+		{name: "cas all pairs", cmd: codec.Command{Op: codec.OpCAS, Region: "orders",
 			Pairs: []region.CASPair{pair("a", `{"n":1}`, `{}`), pair("b", `{"n":2,"tags":["x"]}`, `{"m":1}`)}},
 			want: "orders(REPLICATE) a={} b={\"m\":1}\nparts(PARTITION) x={}\n"},
-		{name: "cas mismatch", cmd: Command{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{pair("a", `{"n":1.0}`, `{}`)}},
+		{name: "cas mismatch", cmd: codec.Command{Op: codec.OpCAS, Region: "orders", Pairs: []region.CASPair{pair("a", `{"n":1.0}`, `{}`)}},
 			wantErr:      region.ErrCASMismatch,
 			wantConflict: &region.ConflictError{Err: region.ErrCASMismatch, Key: "a", Current: []byte(`{"n":1}`)}},
-		{name: "cas second pair mismatches", cmd: Command{Op: OpCAS, Region: "orders",
+		{name: "cas second pair mismatches", cmd: codec.Command{Op: codec.OpCAS, Region: "orders",
 			Pairs: []region.CASPair{pair("a", `{"n":1}`, `{}`), pair("b", `{"n":2}`, `{}`)}},
 			wantErr:      region.ErrCASMismatch,
 			wantConflict: &region.ConflictError{Err: region.ErrCASMismatch, Key: "b", Current: []byte(`{"n":2,"tags":["x"]}`)}},
-		{name: "cas missing key reported before mismatch", cmd: Command{Op: OpCAS, Region: "orders",
+		{name: "cas missing key reported before mismatch", cmd: codec.Command{Op: codec.OpCAS, Region: "orders",
 			Pairs: []region.CASPair{pair("a", `{"n":7}`, `{}`), pair("zz", `{}`, `{}`)}},
 			wantErr: region.ErrKeyAbsent, wantMsg: `key "zz"`},
-		{name: "cas unknown region", cmd: Command{Op: OpCAS, Region: "nope", Pairs: []region.CASPair{pair("a", `{}`, `{}`)}},
+		{name: "cas unknown region", cmd: codec.Command{Op: codec.OpCAS, Region: "nope", Pairs: []region.CASPair{pair("a", `{}`, `{}`)}},
 			wantErr: region.ErrRegionNotFound},
-		{name: "cas no pairs", cmd: Command{Op: OpCAS, Region: "orders"}, wantErr: region.ErrInvalid},
-		{name: "cas empty new", cmd: Command{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{pair("a", `{"n":1}`, ``)}},
+		{name: "cas no pairs", cmd: codec.Command{Op: codec.OpCAS, Region: "orders"}, wantErr: region.ErrInvalid},
+		{name: "cas empty new", cmd: codec.Command{Op: codec.OpCAS, Region: "orders", Pairs: []region.CASPair{pair("a", `{"n":1}`, ``)}},
 			wantErr: region.ErrInvalid},
 
 		// delete
-		{name: "delete one", cmd: Command{Op: OpDelete, Region: "orders", Keys: []string{"a"}},
+		{name: "delete one", cmd: codec.Command{Op: codec.OpDelete, Region: "orders", Keys: []string{"a"}},
 			want: "orders(REPLICATE) b={\"n\":2,\"tags\":[\"x\"]}\nparts(PARTITION) x={}\n"},
-		{name: "delete all", cmd: Command{Op: OpDelete, Region: "orders", Keys: []string{"b", "a"}},
+		{name: "delete all", cmd: codec.Command{Op: codec.OpDelete, Region: "orders", Keys: []string{"b", "a"}},
 			want: "orders(REPLICATE)\nparts(PARTITION) x={}\n"},
-		{name: "delete with a missing key", cmd: Command{Op: OpDelete, Region: "orders", Keys: []string{"a", "zz", "b"}},
+		{name: "delete with a missing key", cmd: codec.Command{Op: codec.OpDelete, Region: "orders", Keys: []string{"a", "zz", "b"}},
 			wantErr: region.ErrKeyNotFound, wantMsg: `key "zz"`},
-		{name: "delete unknown region", cmd: Command{Op: OpDelete, Region: "nope", Keys: []string{"a"}},
+		{name: "delete unknown region", cmd: codec.Command{Op: codec.OpDelete, Region: "nope", Keys: []string{"a"}},
 			wantErr: region.ErrRegionNotFound},
-		{name: "delete no keys", cmd: Command{Op: OpDelete, Region: "orders"}, wantErr: region.ErrInvalid},
+		{name: "delete no keys", cmd: codec.Command{Op: codec.OpDelete, Region: "orders"}, wantErr: region.ErrInvalid},
 
 		// delete-if
-		{name: "delete-if matching", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":1}`)},
+		{name: "delete-if matching", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":1}`)},
 			want: "orders(REPLICATE) b={\"n\":2,\"tags\":[\"x\"]}\nparts(PARTITION) x={}\n"},
-		{name: "delete-if all", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("b", `{"n":2,"tags":["x"]}`, "a", `{"n":1}`)},
+		{name: "delete-if all", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "orders", Entries: entries("b", `{"n":2,"tags":["x"]}`, "a", `{"n":1}`)},
 			want: "orders(REPLICATE)\nparts(PARTITION) x={}\n"},
-		{name: "delete-if compares bytes, not JSON", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("b", `{"tags":["x"],"n":2}`)},
+		{name: "delete-if compares bytes, not JSON", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "orders", Entries: entries("b", `{"tags":["x"],"n":2}`)},
 			wantErr:      region.ErrCASMismatch,
 			wantConflict: &region.ConflictError{Err: region.ErrCASMismatch, Key: "b", Current: []byte(`{"n":2,"tags":["x"]}`)}},
-		{name: "delete-if second entry mismatches", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":1}`, "b", `{"n":2}`)},
+		{name: "delete-if second entry mismatches", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":1}`, "b", `{"n":2}`)},
 			wantErr:      region.ErrCASMismatch,
 			wantConflict: &region.ConflictError{Err: region.ErrCASMismatch, Key: "b", Current: []byte(`{"n":2,"tags":["x"]}`)}},
-		{name: "delete-if missing key reported before mismatch", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":7}`, "zz", `{}`)},
+		{name: "delete-if missing key reported before mismatch", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "orders", Entries: entries("a", `{"n":7}`, "zz", `{}`)},
 			wantErr: region.ErrKeyNotFound, wantMsg: `key "zz"`},
-		{name: "delete-if unknown region", cmd: Command{Op: OpDeleteIf, Region: "nope", Entries: entries("a", `{}`)},
+		{name: "delete-if unknown region", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "nope", Entries: entries("a", `{}`)},
 			wantErr: region.ErrRegionNotFound},
-		{name: "delete-if no entries", cmd: Command{Op: OpDeleteIf, Region: "orders"}, wantErr: region.ErrInvalid},
-		{name: "delete-if empty key", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("", `{}`)},
+		{name: "delete-if no entries", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "orders"}, wantErr: region.ErrInvalid},
+		{name: "delete-if empty key", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "orders", Entries: entries("", `{}`)},
 			wantErr: region.ErrInvalid, wantMsg: "entry 0"},
-		{name: "delete-if empty expected value", cmd: Command{Op: OpDeleteIf, Region: "orders", Entries: entries("a", ``)},
+		{name: "delete-if empty expected value", cmd: codec.Command{Op: codec.OpDeleteIf, Region: "orders", Entries: entries("a", ``)},
 			wantErr: region.ErrInvalid},
 
 		// clear
-		{name: "clear replicate", cmd: Command{Op: OpClear, Region: "orders"},
+		{name: "clear replicate", cmd: codec.Command{Op: codec.OpClear, Region: "orders"},
 			want: "orders(REPLICATE)\nparts(PARTITION) x={}\n"},
-		{name: "clear partition refused", cmd: Command{Op: OpClear, Region: "parts"},
+		{name: "clear partition refused", cmd: codec.Command{Op: codec.OpClear, Region: "parts"},
 			wantErr: region.ErrNotSupported, wantMsg: "clearing a partitioned region is not supported"},
-		{name: "clear unknown region", cmd: Command{Op: OpClear, Region: "nope"}, wantErr: region.ErrRegionNotFound},
+		{name: "clear unknown region", cmd: codec.Command{Op: codec.OpClear, Region: "nope"}, wantErr: region.ErrRegionNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := fixture(t)
@@ -213,7 +214,7 @@ func TestGeneratedKeysSkipExisting(t *testing.T) {
 	n.put("r", "1", `{}`, "2", `{}`, "4", `{}`)
 	gen := func(name string) string {
 		t.Helper()
-		return n.must(Command{Op: OpPutIfAbsent, Region: name, Entries: entries("", `{"g":true}`)}).Key
+		return n.must(codec.Command{Op: codec.OpPutIfAbsent, Region: name, Entries: entries("", `{"g":true}`)}).Key
 	}
 	// The counter is one per group: keys are unique across its regions.
 	for i, want := range []struct{ region, key string }{{"r", "3"}, {"r", "5"}, {"s", "6"}, {"r", "7"}} {
@@ -225,7 +226,7 @@ func TestGeneratedKeysSkipExisting(t *testing.T) {
 		t.Errorf("Get(r, 3) = %s, %v; want the generated entry", v, err)
 	}
 	// A refused generation does not consume a number.
-	n.apply(Command{Op: OpPutIfAbsent, Region: "nope", Entries: entries("", `{}`)})
+	n.apply(codec.Command{Op: codec.OpPutIfAbsent, Region: "nope", Entries: entries("", `{}`)})
 	if got := gen("s"); got != "8" {
 		t.Errorf("after a refusal, generated key = %q, want %q", got, "8")
 	}
@@ -235,7 +236,7 @@ func TestDestroyThenRecreateIsEmpty(t *testing.T) {
 	n := newNode(t)
 	n.create("r", region.Replicate)
 	n.put("r", "a", `{}`)
-	n.must(Command{Op: OpDestroyRegion, Region: "r"})
+	n.must(codec.Command{Op: codec.OpDestroyRegion, Region: "r"})
 	if _, ok := n.f.Region("r"); ok {
 		t.Fatal("Region(r) found after destroy")
 	}
@@ -267,7 +268,7 @@ func TestStoredValuesAreExactBytes(t *testing.T) {
 func TestValuesDoNotAliasTheLog(t *testing.T) {
 	n := newNode(t)
 	n.create("r", region.Replicate)
-	l := n.log(Command{Op: OpPut, Region: "r", Entries: entries("k", `{"v":1}`)})
+	l := n.log(codec.Command{Op: codec.OpPut, Region: "r", Entries: entries("k", `{"v":1}`)})
 	n.f.Apply(l)
 	for i := range l.Data {
 		l.Data[i] = 0
@@ -321,7 +322,7 @@ func TestApplyHaltsOnUndecodableCommand(t *testing.T) {
 			n := &node{t: t, f: f}
 			n.create("r", region.Replicate)
 			good := func(k string) *raft.Log {
-				return n.log(Command{Op: OpPut, Region: "r", Entries: []region.Entry{{Key: k, Value: json.RawMessage(`{}`)}}})
+				return n.log(codec.Command{Op: codec.OpPut, Region: "r", Entries: []region.Entry{{Key: k, Value: json.RawMessage(`{}`)}}})
 			}
 			logs := []*raft.Log{good("a"), good("b")}
 			n.index++
@@ -344,7 +345,7 @@ func TestApplyHaltsOnUndecodableCommand(t *testing.T) {
 				t.Errorf("OnHalt called %d times, want once", len(halts))
 			}
 			for i, want := range []bool{false, false, true, true} {
-				res, _ := out[i].(*Result)
+				res, _ := out[i].(*codec.Result)
 				if res == nil {
 					t.Fatalf("entry %d: result %T, want *Result", i, out[i])
 				}
@@ -356,7 +357,7 @@ func TestApplyHaltsOnUndecodableCommand(t *testing.T) {
 				t.Errorf("values of a, c = %s, %s; want a stored, c not (after the bad entry)", v[0], v[1])
 			}
 			// Later entries are not applied either.
-			if res, _ := f.Apply(good("d")).(*Result); res == nil || !errors.Is(res.Err, ErrHalted) {
+			if res, _ := f.Apply(good("d")).(*codec.Result); res == nil || !errors.Is(res.Err, ErrHalted) {
 				t.Errorf("Apply after the halt = %v, want the halt error", res)
 			}
 			if _, err := f.Snapshot(); !errors.Is(err, ErrHalted) {
@@ -380,8 +381,8 @@ func TestApplyHaltsWhenAHandlerPanics(t *testing.T) {
 	f := New(Options{Group: 5})
 	n := &node{t: t, f: f}
 	n.create("r", region.Replicate)
-	f.ops[OpDelete] = func(*state, *Command, uint64) *Result { panic("boom") }
-	res := n.apply(Command{Op: OpDelete, Region: "r", Keys: []string{"k"}})
+	f.ops[codec.OpDelete] = func(*state, *codec.Command, uint64) *codec.Result { panic("boom") }
+	res := n.apply(codec.Command{Op: codec.OpDelete, Region: "r", Keys: []string{"k"}})
 	if !errors.Is(res.Err, ErrHalted) || !strings.Contains(f.Halted().Error(), "boom") {
 		t.Fatalf("result %v, Halted %v; want the state machine halted naming the panic", res.Err, f.Halted())
 	}
@@ -396,31 +397,31 @@ func TestApplyHaltsWhenAHandlerPanics(t *testing.T) {
 func TestApplyBatchEqualsSequentialApply(t *testing.T) {
 	gen := newNode(t) // only used to number the entries
 	var logs []*raft.Log
-	add := func(c Command) { logs = append(logs, gen.log(c)) }
-	add(Command{Op: OpCreateRegion, Region: "r", Kind: region.Replicate})
-	add(Command{Op: OpCreateRegion, Region: "p", Kind: region.Partition})
+	add := func(c codec.Command) { logs = append(logs, gen.log(c)) }
+	add(codec.Command{Op: codec.OpCreateRegion, Region: "r", Kind: region.Replicate})
+	add(codec.Command{Op: codec.OpCreateRegion, Region: "p", Kind: region.Partition})
 	gen.index++
 	logs = append(logs, &raft.Log{Index: gen.index, Type: raft.LogConfiguration, Data: []byte("cfg")})
 	for i := 0; i < 40; i++ {
 		k := string(rune('a' + i%7))
-		add(Command{Op: OpPut, Region: "r", Entries: entries(k, `{"i":1}`, "x"+k, `{}`)})
-		add(Command{Op: OpPutIfAbsent, Region: "r", Entries: entries("", `{"gen":1}`)})
-		add(Command{Op: OpPutIfAbsent, Region: "p", Entries: entries(k, `{}`)})
-		add(Command{Op: OpCAS, Region: "r", Pairs: []region.CASPair{{Key: k, Old: []byte(`{"i":1}`), New: []byte(`{"i":2}`)}}})
-		add(Command{Op: OpReplace, Region: "r", Entries: entries("x"+k, `{"r":1}`, "missing", `{}`)})
-		add(Command{Op: OpDelete, Region: "r", Keys: []string{"x" + k}})
-		add(Command{Op: OpPut, Region: "q", RegionID: uint64(100 + i/10), Entries: entries(k, `{"q":1}`)})
-		add(Command{Op: OpPutIfAbsent, Region: "q", RegionID: uint64(100 + i/10), Entries: entries("", `{"g":1}`)})
-		add(Command{Op: OpSetMeta, MetaKey: "m", MetaVersion: uint64(i), MetaValue: []byte{byte(i)}})
-		add(Command{Op: OpBatch, Batch: [][]byte{
-			(&Command{Op: OpPut, Region: "r", Entries: entries("b"+k, `{"b":1}`)}).Encode(nil),
-			(&Command{Op: OpPutIfAbsent, Region: "r", Entries: entries("", `{"gen":2}`)}).Encode(nil),
-			(&Command{Op: OpDelete, Region: "r", Keys: []string{"missing"}}).Encode(nil),
+		add(codec.Command{Op: codec.OpPut, Region: "r", Entries: entries(k, `{"i":1}`, "x"+k, `{}`)})
+		add(codec.Command{Op: codec.OpPutIfAbsent, Region: "r", Entries: entries("", `{"gen":1}`)})
+		add(codec.Command{Op: codec.OpPutIfAbsent, Region: "p", Entries: entries(k, `{}`)})
+		add(codec.Command{Op: codec.OpCAS, Region: "r", Pairs: []region.CASPair{{Key: k, Old: []byte(`{"i":1}`), New: []byte(`{"i":2}`)}}})
+		add(codec.Command{Op: codec.OpReplace, Region: "r", Entries: entries("x"+k, `{"r":1}`, "missing", `{}`)})
+		add(codec.Command{Op: codec.OpDelete, Region: "r", Keys: []string{"x" + k}})
+		add(codec.Command{Op: codec.OpPut, Region: "q", RegionID: uint64(100 + i/10), Entries: entries(k, `{"q":1}`)})
+		add(codec.Command{Op: codec.OpPutIfAbsent, Region: "q", RegionID: uint64(100 + i/10), Entries: entries("", `{"g":1}`)})
+		add(codec.Command{Op: codec.OpSetMeta, MetaKey: "m", MetaVersion: uint64(i), MetaValue: []byte{byte(i)}})
+		add(codec.Command{Op: codec.OpBatch, Batch: [][]byte{
+			(&codec.Command{Op: codec.OpPut, Region: "r", Entries: entries("b"+k, `{"b":1}`)}).Encode(nil),
+			(&codec.Command{Op: codec.OpPutIfAbsent, Region: "r", Entries: entries("", `{"gen":2}`)}).Encode(nil),
+			(&codec.Command{Op: codec.OpDelete, Region: "r", Keys: []string{"missing"}}).Encode(nil),
 		}})
 		if i%10 == 9 {
-			add(Command{Op: OpDestroyRegion, Region: "q", RegionID: uint64(100 + i/10 - 1)})
-			add(Command{Op: OpClear, Region: "r"})
-			add(Command{Op: OpClear, Region: "p"})
+			add(codec.Command{Op: codec.OpDestroyRegion, Region: "q", RegionID: uint64(100 + i/10 - 1)})
+			add(codec.Command{Op: codec.OpClear, Region: "r"})
+			add(codec.Command{Op: codec.OpClear, Region: "p"})
 		}
 	}
 
@@ -448,7 +449,7 @@ func TestApplyBatchEqualsSequentialApply(t *testing.T) {
 		if s == nil {
 			continue
 		}
-		checkSameResult(t, b.(*Result), s.(*Result))
+		checkSameResult(t, b.(*codec.Result), s.(*codec.Result))
 	}
 	if got, want := dump(t, batch), dump(t, seq); got != want {
 		t.Errorf("batched state:\n%s\nsequential state:\n%s", got, want)

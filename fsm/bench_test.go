@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -17,21 +18,21 @@ func benchKey(i int) string { return "order-" + strconv.Itoa(i%benchKeys) }
 func benchNode(b *testing.B) *node {
 	b.Helper()
 	n := &node{f: New(Options{})}
-	apply := func(c Command) {
-		if res := n.f.Apply(n.log(c)).(*Result); res.Err != nil {
+	apply := func(c codec.Command) {
+		if res := n.f.Apply(n.log(c)).(*codec.Result); res.Err != nil {
 			b.Fatal(res.Err)
 		}
 	}
-	apply(Command{Op: OpCreateRegion, Region: "orders", Kind: region.Replicate})
+	apply(codec.Command{Op: codec.OpCreateRegion, Region: "orders", Kind: region.Replicate})
 	for i := 0; i < benchKeys; i++ {
-		apply(Command{Op: OpPut, Region: "orders", Entries: entries(benchKey(i), orderValue)})
+		apply(codec.Command{Op: codec.OpPut, Region: "orders", Entries: entries(benchKey(i), orderValue)})
 	}
 	return n
 }
 
 // benchLogs pre-encodes count commands so the loop measures Apply alone
 // (decoding included, as Raft hands Apply the encoded entry).
-func benchLogs(n *node, count int, mk func(i int) Command) []*raft.Log {
+func benchLogs(n *node, count int, mk func(i int) codec.Command) []*raft.Log {
 	logs := make([]*raft.Log, count)
 	for i := range logs {
 		logs[i] = n.log(mk(i))
@@ -44,7 +45,7 @@ func runApply(b *testing.B, n *node, logs []*raft.Log) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if res := n.f.Apply(logs[i%len(logs)]).(*Result); res.Err != nil {
+		if res := n.f.Apply(logs[i%len(logs)]).(*codec.Result); res.Err != nil {
 			b.Fatal(res.Err)
 		}
 	}
@@ -54,25 +55,25 @@ func BenchmarkApply(b *testing.B) {
 	value := []byte(orderValue)
 	b.Run("Put", func(b *testing.B) {
 		n := benchNode(b)
-		runApply(b, n, benchLogs(n, benchKeys, func(i int) Command {
-			return Command{Op: OpPut, Region: "orders", Entries: []region.Entry{{Key: benchKey(i), Value: value}}}
+		runApply(b, n, benchLogs(n, benchKeys, func(i int) codec.Command {
+			return codec.Command{Op: codec.OpPut, Region: "orders", Entries: []region.Entry{{Key: benchKey(i), Value: value}}}
 		}))
 	})
 	b.Run("PutAll16", func(b *testing.B) {
 		n := benchNode(b)
-		runApply(b, n, benchLogs(n, benchKeys/16, func(i int) Command {
+		runApply(b, n, benchLogs(n, benchKeys/16, func(i int) codec.Command {
 			es := make([]region.Entry, 16)
 			for j := range es {
 				es[j] = region.Entry{Key: benchKey(i*16 + j), Value: value}
 			}
-			return Command{Op: OpPut, Region: "orders", Entries: es}
+			return codec.Command{Op: codec.OpPut, Region: "orders", Entries: es}
 		}))
 	})
 	b.Run("PutIfAbsent", func(b *testing.B) {
 		// Generated keys: every iteration creates a new entry. A fresh FSM
 		// every 64k entries bounds memory.
 		const round = 1 << 16
-		log := &raft.Log{Type: raft.LogCommand, Data: (&Command{Op: OpPutIfAbsent, Region: "orders",
+		log := &raft.Log{Type: raft.LogCommand, Data: (&codec.Command{Op: codec.OpPutIfAbsent, Region: "orders",
 			Entries: []region.Entry{{Value: value}}}).Encode(nil)}
 		var n *node
 		b.ReportAllocs()
@@ -82,23 +83,23 @@ func BenchmarkApply(b *testing.B) {
 				n = benchNode(b)
 				b.StartTimer()
 			}
-			if res := n.f.Apply(log).(*Result); res.Err != nil {
+			if res := n.f.Apply(log).(*codec.Result); res.Err != nil {
 				b.Fatal(res.Err)
 			}
 		}
 	})
 	b.Run("Replace", func(b *testing.B) {
 		n := benchNode(b)
-		runApply(b, n, benchLogs(n, benchKeys, func(i int) Command {
-			return Command{Op: OpReplace, Region: "orders", Entries: []region.Entry{{Key: benchKey(i), Value: value}}}
+		runApply(b, n, benchLogs(n, benchKeys, func(i int) codec.Command {
+			return codec.Command{Op: codec.OpReplace, Region: "orders", Entries: []region.Entry{{Key: benchKey(i), Value: value}}}
 		}))
 	})
 	b.Run("CAS", func(b *testing.B) {
 		// Old is byte-identical to the stored value: the usual case of a
 		// client that read the entry and sends it back.
 		n := benchNode(b)
-		runApply(b, n, benchLogs(n, benchKeys, func(i int) Command {
-			return Command{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: benchKey(i), Old: value, New: value}}}
+		runApply(b, n, benchLogs(n, benchKeys, func(i int) codec.Command {
+			return codec.Command{Op: codec.OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: benchKey(i), Old: value, New: value}}}
 		}))
 	})
 	b.Run("CASReordered", func(b *testing.B) {
@@ -110,18 +111,18 @@ func BenchmarkApply(b *testing.B) {
 			b.Fatal("reordered value does not equal the stored one")
 		}
 		n := benchNode(b)
-		runApply(b, n, benchLogs(n, benchKeys, func(i int) Command {
-			return Command{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: benchKey(i), Old: reordered, New: value}}}
+		runApply(b, n, benchLogs(n, benchKeys, func(i int) codec.Command {
+			return codec.Command{Op: codec.OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: benchKey(i), Old: reordered, New: value}}}
 		}))
 	})
 	b.Run("Delete", func(b *testing.B) {
 		// Delete every key, then refill the region off the clock.
 		n := benchNode(b)
-		dels := benchLogs(n, benchKeys, func(i int) Command {
-			return Command{Op: OpDelete, Region: "orders", Keys: []string{benchKey(i)}}
+		dels := benchLogs(n, benchKeys, func(i int) codec.Command {
+			return codec.Command{Op: codec.OpDelete, Region: "orders", Keys: []string{benchKey(i)}}
 		})
-		puts := benchLogs(n, benchKeys, func(i int) Command {
-			return Command{Op: OpPut, Region: "orders", Entries: []region.Entry{{Key: benchKey(i), Value: value}}}
+		puts := benchLogs(n, benchKeys, func(i int) codec.Command {
+			return codec.Command{Op: codec.OpPut, Region: "orders", Entries: []region.Entry{{Key: benchKey(i), Value: value}}}
 		})
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -131,7 +132,7 @@ func BenchmarkApply(b *testing.B) {
 				n.f.ApplyBatch(puts)
 				b.StartTimer()
 			}
-			if res := n.f.Apply(dels[i%benchKeys]).(*Result); res.Err != nil {
+			if res := n.f.Apply(dels[i%benchKeys]).(*codec.Result); res.Err != nil {
 				b.Fatal(res.Err)
 			}
 		}
@@ -150,32 +151,4 @@ func BenchmarkApply(b *testing.B) {
 			}
 		}
 	})
-}
-
-func benchCommand() Command {
-	return Command{Op: OpPut, Region: "orders", Entries: []region.Entry{{Key: "order-1121", Value: []byte(orderValue)}}}
-}
-
-func BenchmarkEncodeCommand(b *testing.B) {
-	c := benchCommand()
-	buf := c.Encode(nil)
-	b.SetBytes(int64(len(buf)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		buf = c.Encode(buf[:0])
-	}
-}
-
-func BenchmarkDecodeCommand(b *testing.B) {
-	c := benchCommand()
-	data := c.Encode(nil)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := DecodeCommand(data); err != nil {
-			b.Fatal(err)
-		}
-	}
 }

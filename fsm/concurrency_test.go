@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -71,9 +72,9 @@ func TestConcurrentUse(t *testing.T) {
 	var persists sync.WaitGroup
 	for i := 0; i < 500; i++ {
 		k := "k" + strconv.Itoa(i%50)
-		n.must(Command{Op: OpPut, Region: "r", Entries: entries(k, `{"i":`+strconv.Itoa(i)+`}`)})
+		n.must(codec.Command{Op: codec.OpPut, Region: "r", Entries: entries(k, `{"i":`+strconv.Itoa(i)+`}`)})
 		if i%7 == 0 {
-			n.apply(Command{Op: OpDelete, Region: "r", Keys: []string{k}})
+			n.apply(codec.Command{Op: codec.OpDelete, Region: "r", Keys: []string{k}})
 		}
 		if i%100 == 50 {
 			snap, err := n.f.Snapshot()

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -43,7 +44,7 @@ func TestFreezeReadsOneMoment(t *testing.T) {
 	}
 	// Writes after the freeze: overwrite, delete, insert, clear.
 	n.put("r", "k0000", `{"i":"new"}`, "k0500x", `{"i":"inserted"}`)
-	n.must(Command{Op: OpDelete, Region: "r", Keys: []string{"k0999"}})
+	n.must(codec.Command{Op: codec.OpDelete, Region: "r", Keys: []string{"k0999"}})
 	if z.Len() != 1000 {
 		t.Errorf("Len = %d, want 1000", z.Len())
 	}
@@ -52,7 +53,7 @@ func TestFreezeReadsOneMoment(t *testing.T) {
 			t.Fatalf("batch %d: read %d entries, want the %d listed before the writes", batch, len(got), len(want))
 		}
 	}
-	n.must(Command{Op: OpClear, Region: "r"})
+	n.must(codec.Command{Op: codec.OpClear, Region: "r"})
 	if got := readAll(z, 100); len(got) != 1000 {
 		t.Errorf("after clear: read %d entries, want 1000", len(got))
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/indexset"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -18,7 +20,7 @@ type FSM struct {
 	// Restore, SetIndexes and the short steps of background index builds
 	// take it for writing, readers for reading. Restore replaces st as a
 	// whole. Nothing holds it for longer than a bounded step: an index
-	// build works on a clone without it (indexbuild.go).
+	// build works on a clone without it (package indexset).
 	mu sync.RWMutex
 	st *state
 
@@ -37,8 +39,8 @@ type FSM struct {
 	// buildHook, when set (by tests only), is called by every background
 	// index build before each time it takes the lock to catch up or
 	// install (round 0, 1, ...), with no lock held: tests apply writes
-	// there to land them in each phase of a build.
-	buildHook func(b *indexBuild, round int)
+	// there to land them in each phase of a build (indexset.Region.Hook).
+	buildHook func(b *indexset.Build, round int)
 }
 
 // Options configure a state machine. The zero value suits group 0.
@@ -137,12 +139,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	if h := f.halted.Load(); h != nil {
 		return haltedResults(logs, out, h)
 	}
-	cmds := make([]Command, len(logs))
+	cmds := make([]codec.Command, len(logs))
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		c, err := DecodeCommand(l.Data)
+		c, err := codec.DecodeCommand(l.Data)
 		if err != nil {
 			// Apply the entries before it, then stop there.
 			f.mu.Lock()
@@ -174,7 +176,7 @@ func haltedResults(logs []*raft.Log, out []interface{}, h *HaltError) []interfac
 	err := fmt.Errorf("%w: %w", region.ErrIndeterminate, h)
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
-			out[i] = &Result{Err: err}
+			out[i] = &codec.Result{Err: err}
 		}
 	}
 	return out
@@ -183,7 +185,7 @@ func haltedResults(logs []*raft.Log, out []interface{}, h *HaltError) []interfac
 // applyAll applies logs (with their decoded commands) in order under f.mu,
 // storing each result in out, and returns how many it applied: fewer than
 // len(logs) when one of them halted the state machine.
-func (f *FSM) applyAll(logs []*raft.Log, cmds []Command, out []interface{}) int {
+func (f *FSM) applyAll(logs []*raft.Log, cmds []codec.Command, out []interface{}) int {
 	for i, l := range logs {
 		res, err := f.applyLocked(l, &cmds[i])
 		if err != nil {
@@ -201,7 +203,7 @@ func (f *FSM) applyAll(logs []*raft.Log, cmds []Command, out []interface{}) int 
 // may have left the state half-changed: it becomes an error, and the caller
 // halts the state machine before anything else is applied or read through
 // the store (reads check Halted).
-func (f *FSM) applyLocked(l *raft.Log, c *Command) (res interface{}, err error) {
+func (f *FSM) applyLocked(l *raft.Log, c *codec.Command) (res interface{}, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, fmt.Errorf("applying the %v command panicked: %v", c.Op, p)
@@ -210,14 +212,14 @@ func (f *FSM) applyLocked(l *raft.Log, c *Command) (res interface{}, err error) 
 	switch l.Type {
 	case raft.LogCommand:
 		f.st.expireStage(l.Index)
-		var r *Result
+		var r *codec.Result
 		switch c.Op {
-		case OpBatch:
+		case codec.OpBatch:
 			r, err = f.applyBatchCommand(c, l)
 			if err != nil {
 				return nil, err
 			}
-		case OpCommitStaged:
+		case codec.OpCommitStaged:
 			r = f.commitStaged(c, l.Index)
 		default:
 			r = f.ops[c.Op](f.st, c, l.Index)
@@ -232,10 +234,10 @@ func (f *FSM) applyLocked(l *raft.Log, c *Command) (res interface{}, err error) 
 
 // applyBatchCommand applies the sub-commands of an OpBatch in order, each
 // with its own result, all at the entry's index.
-func (f *FSM) applyBatchCommand(c *Command, l *raft.Log) (*Result, error) {
-	res := &Result{Batch: make([]*Result, len(c.Batch))}
+func (f *FSM) applyBatchCommand(c *codec.Command, l *raft.Log) (*codec.Result, error) {
+	res := &codec.Result{Batch: make([]*codec.Result, len(c.Batch))}
 	for i, sub := range c.Batch {
-		sc, err := DecodeCommand(sub)
+		sc, err := codec.DecodeCommand(sub)
 		if err != nil {
 			// DecodeCommand checked every sub-command when it decoded the
 			// batch: only corruption gets here.

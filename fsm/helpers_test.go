@@ -12,10 +12,17 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// orderValue is a 219-byte order-like value, as the REST samples use (the
+// same as in package codec's golden commands).
+const orderValue = `{"@type":"Order","purchaseOrderNo":1121,"customerId":1012,"description":"Order for XYZ Corp",` +
+	`"orderDate":"02/10/2024","email":"jelly@example.com","totalPrice":225.5,` +
+	`"items":[{"itemNo":1,"quantity":5,"unitPrice":45.1}]}`
 
 // node drives an FSM the way Raft does: encoded commands at increasing
 // indexes.
@@ -31,16 +38,16 @@ func newNode(t *testing.T) *node {
 }
 
 // log wraps an encoded command as the next committed entry.
-func (n *node) log(c Command) *raft.Log {
+func (n *node) log(c codec.Command) *raft.Log {
 	n.index++
 	return &raft.Log{Index: n.index, Term: 1, Type: raft.LogCommand, Data: c.Encode(nil)}
 }
 
 // apply applies c and returns its Result.
-func (n *node) apply(c Command) *Result {
+func (n *node) apply(c codec.Command) *codec.Result {
 	n.t.Helper()
 	got := n.f.Apply(n.log(c))
-	res, ok := got.(*Result)
+	res, ok := got.(*codec.Result)
 	if !ok || res == nil {
 		n.t.Fatalf("Apply(%v) returned %T %v, want a non-nil *Result", c.Op, got, got)
 	}
@@ -48,7 +55,7 @@ func (n *node) apply(c Command) *Result {
 }
 
 // must applies c and fails the test if it is refused.
-func (n *node) must(c Command) *Result {
+func (n *node) must(c codec.Command) *codec.Result {
 	n.t.Helper()
 	res := n.apply(c)
 	if res.Err != nil {
@@ -59,13 +66,13 @@ func (n *node) must(c Command) *Result {
 
 func (n *node) create(name string, kind region.Kind) {
 	n.t.Helper()
-	n.must(Command{Op: OpCreateRegion, Region: name, Kind: kind})
+	n.must(codec.Command{Op: codec.OpCreateRegion, Region: name, Kind: kind})
 }
 
 // put stores key=value pairs given as "k", `{...}`, "k2", `{...}`.
 func (n *node) put(name string, kv ...string) {
 	n.t.Helper()
-	n.must(Command{Op: OpPut, Region: name, Entries: entries(kv...)})
+	n.must(codec.Command{Op: codec.OpPut, Region: name, Entries: entries(kv...)})
 }
 
 func entries(kv ...string) []region.Entry {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
 )
@@ -32,8 +33,8 @@ func TestIndexesFollowEveryWrite(t *testing.T) {
 	if got := indexed(t, n.f, "r", index.Point(int64(2))); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("cust = 2 finds %v, want [b] (2.0 equals 2; the string \"2\" does not)", got)
 	}
-	n.must(Command{Op: OpReplace, Region: "r", Entries: entries("a", `{"cust":2}`)})
-	n.must(Command{Op: OpDelete, Region: "r", Keys: []string{"b"}})
+	n.must(codec.Command{Op: codec.OpReplace, Region: "r", Entries: entries("a", `{"cust":2}`)})
+	n.must(codec.Command{Op: codec.OpDelete, Region: "r", Keys: []string{"b"}})
 	if got := indexed(t, n.f, "r", index.Point(int64(2))); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("after replace and delete, cust = 2 finds %v, want [a]", got)
 	}
@@ -54,7 +55,7 @@ func TestIndexesFollowEveryWrite(t *testing.T) {
 		t.Fatalf("after restore cust = '2' finds %v, want [c]", got)
 	}
 
-	n.must(Command{Op: OpClear, Region: "r"})
+	n.must(codec.Command{Op: codec.OpClear, Region: "r"})
 	if got := n.f.IndexLen("r", 0, "byCust"); got != 0 {
 		t.Fatalf("after clear the index holds %d entries", got)
 	}

@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/indexset"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
 )
 
 // Index builds racing writes. The regions are larger than
-// inlineBuildBudget, so every build runs in the background; the checks
+// indexset.InlineBudget, so every build runs in the background; the checks
 // compare each installed index, entry by entry, with one built from
 // scratch on the final entries (checkIndexes).
 
@@ -82,25 +84,25 @@ func (c *churn) region() (string, uint64) {
 
 func (c *churn) step(rare bool) {
 	name, id := c.region()
-	cmd := Command{Region: name, RegionID: id}
+	cmd := codec.Command{Region: name, RegionID: id}
 	switch op := c.rng.IntN(100); {
 	case op < 35:
-		cmd.Op = OpPut
+		cmd.Op = codec.OpPut
 		for range 1 + c.rng.IntN(5) {
 			cmd.Entries = append(cmd.Entries, region.Entry{Key: c.key(), Value: json.RawMessage(randomValue(c.rng))})
 		}
 	case op < 45:
-		cmd.Op = OpPutIfAbsent
+		cmd.Op = codec.OpPutIfAbsent
 		key := c.key()
 		if c.rng.IntN(2) == 0 {
 			key = "" // a generated key
 		}
 		cmd.Entries = []region.Entry{{Key: key, Value: json.RawMessage(randomValue(c.rng))}}
 	case op < 55:
-		cmd.Op = OpReplace
+		cmd.Op = codec.OpReplace
 		cmd.Entries = []region.Entry{{Key: c.key(), Value: json.RawMessage(randomValue(c.rng))}}
 	case op < 70:
-		cmd.Op = OpCAS
+		cmd.Op = codec.OpCAS
 		key := c.key()
 		old, err := c.n.f.Get(name, id, key)
 		if err != nil || c.rng.IntN(4) == 0 {
@@ -108,21 +110,21 @@ func (c *churn) step(rare bool) {
 		}
 		cmd.Pairs = []region.CASPair{{Key: key, Old: old, New: json.RawMessage(randomValue(c.rng))}}
 	case op < 96:
-		cmd.Op = OpDelete
+		cmd.Op = codec.OpDelete
 		cmd.Keys = []string{c.key()}
 		if _, err := c.n.f.Get(name, id, cmd.Keys[0]); err != nil {
 			cmd.Keys[0] = c.firstKey(name, id)
 		}
 	default:
-		// Many distinct keys at once: more than finishBelow, so a build
+		// Many distinct keys at once: more than indexset's finishBelow, so a build
 		// that sees them catches up off the lock before installing.
-		cmd.Op = OpPut
+		cmd.Op = codec.OpPut
 		start := c.rng.IntN(2500)
 		for i := start; i < start+400; i++ {
 			cmd.Entries = append(cmd.Entries, region.Entry{Key: fmt.Sprintf("k%05d", i), Value: json.RawMessage(randomValue(c.rng))})
 		}
 	}
-	if cmd.Op == OpDelete && cmd.Keys[0] == "" {
+	if cmd.Op == codec.OpDelete && cmd.Keys[0] == "" {
 		return
 	}
 	c.n.apply(cmd)
@@ -143,19 +145,19 @@ func (c *churn) firstKey(name string, id uint64) string {
 func (c *churn) rareStep() {
 	switch c.rng.IntN(16) {
 	case 0:
-		c.n.apply(Command{Op: OpClear, Region: "a"})
+		c.n.apply(codec.Command{Op: codec.OpClear, Region: "a"})
 	case 1:
-		c.n.apply(Command{Op: OpClearPart, Region: "p", RegionID: c.pid})
+		c.n.apply(codec.Command{Op: codec.OpClearPart, Region: "p", RegionID: c.pid})
 	case 2:
-		c.n.apply(Command{Op: OpDestroyRegion, Region: "a"})
-		c.n.apply(Command{Op: OpCreateRegion, Region: "a", Kind: region.Replicate})
+		c.n.apply(codec.Command{Op: codec.OpDestroyRegion, Region: "a"})
+		c.n.apply(codec.Command{Op: codec.OpCreateRegion, Region: "a", Kind: region.Replicate})
 		c.fill("a", 0, c.rng.IntN(3000))
 	case 3:
 		// A newer incarnation of p replaces this group's entries of it.
 		c.pid++
 		c.fill("p", c.pid, c.rng.IntN(3000))
 	case 4:
-		c.n.apply(Command{Op: OpDestroyRegion, Region: "p", RegionID: c.pid})
+		c.n.apply(codec.Command{Op: codec.OpDestroyRegion, Region: "p", RegionID: c.pid})
 		c.pid++
 	case 5:
 		v := c.rng.IntN(defVariants)
@@ -170,7 +172,7 @@ func (c *churn) rareStep() {
 // fill puts count entries into a region, 500 per command.
 func (c *churn) fill(name string, id uint64, count int) {
 	for start := 0; start < count; start += 500 {
-		cmd := Command{Op: OpPut, Region: name, RegionID: id}
+		cmd := codec.Command{Op: codec.OpPut, Region: name, RegionID: id}
 		for i := start; i < min(start+500, count); i++ {
 			cmd.Entries = append(cmd.Entries, region.Entry{Key: fmt.Sprintf("k%05d", i), Value: json.RawMessage(randomValue(c.rng))})
 		}
@@ -188,28 +190,40 @@ func newChurn(t *testing.T, seed uint64) *churn {
 	return c
 }
 
+// buildRegion finds the region whose index b builds: its name and state,
+// and whether b is current, that is the region is still in f's state and b
+// still its build for that index.
+func buildRegion(f *FSM, b *indexset.Build) (name string, r *regionState, current bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for name, r := range f.st.regions {
+		if &r.indexes == b.Set() {
+			return name, r, r.indexes.Building(b.Def().Name) == b
+		}
+	}
+	return "", nil, false
+}
+
 // checkNotServed fails when the index b builds can be read while b is still
 // the region's build for it: a half-built index must never serve a query.
-func checkNotServed(t *testing.T, f *FSM, b *indexBuild) {
+func checkNotServed(t *testing.T, f *FSM, b *indexset.Build) {
 	t.Helper()
-	f.mu.RLock()
-	current := f.st.regions[b.region] == b.r && b.r.building[b.def.Name] == b
-	f.mu.RUnlock()
+	name, r, current := buildRegion(f, b)
 	if !current {
 		return
 	}
 	id := uint64(0) // group 0's region: read by name
-	if b.r.kind == region.Partition {
-		id = b.r.id
+	if r.kind == region.Partition {
+		id = r.id
 	}
 	// Only b installs b, and b is in its hook: if b is current now, it is
 	// still current below (the caller keeps every write out meanwhile).
-	if got := f.IndexLen(b.region, id, b.def.Name); got != -1 {
-		t.Errorf("index %q of %q answers (%d entries) while it is being built", b.def.Name, b.region, got)
+	if got := f.IndexLen(name, id, b.Def().Name); got != -1 {
+		t.Errorf("index %q of %q answers (%d entries) while it is being built", b.Def().Name, name, got)
 	}
-	served, err := f.IndexScan(b.region, id, b.def.Name, []index.Range{{Lo: int64(0), LoIncl: true}}, func(string, json.RawMessage) bool { return true })
+	served, err := f.IndexScan(name, id, b.Def().Name, []index.Range{{Lo: int64(0), LoIncl: true}}, func(string, json.RawMessage) bool { return true })
 	if served || err != nil {
-		t.Errorf("IndexScan of %q on %q while it is being built = %v, %v; want a fallback to a scan", b.def.Name, b.region, served, err)
+		t.Errorf("IndexScan of %q on %q while it is being built = %v, %v; want a fallback to a scan", b.Def().Name, name, served, err)
 	}
 }
 
@@ -229,7 +243,7 @@ func TestIndexBuildsUnderInterleavedWrites(t *testing.T) {
 		var mu sync.Mutex
 		hooks, rounds := 0, 0
 		frozen := false
-		c.n.f.buildHook = func(b *indexBuild, round int) {
+		c.n.f.buildHook = func(b *indexset.Build, round int) {
 			mu.Lock() // every write of this test happens under mu
 			defer mu.Unlock()
 			checkNotServed(t, c.n.f, b)
@@ -341,16 +355,16 @@ func TestIndexBuildKeepsDefinitionsAndRestartsNothing(t *testing.T) {
 	c := newChurn(t, 7)
 	f := c.n.f
 	var once sync.Once
-	var first *indexBuild
-	f.buildHook = func(b *indexBuild, round int) {
+	var first *indexset.Build
+	f.buildHook = func(b *indexset.Build, round int) {
 		once.Do(func() {
 			first = b
 			f.SetIndexes(2, defVariant(0)) // the same definitions, a new label
 			f.mu.RLock()
-			still := b.r.building[b.def.Name] == b
+			still := b.Set().Building(b.Def().Name) == b
 			f.mu.RUnlock()
 			if !still {
-				t.Errorf("setting the same definitions again replaced the build of %q", b.def.Name)
+				t.Errorf("setting the same definitions again replaced the build of %q", b.Def().Name)
 			}
 		})
 	}
@@ -379,7 +393,7 @@ func TestRestoreBuildsIndexesInTheBackground(t *testing.T) {
 	f := New(Options{})
 	f.SetIndexes(1, defVariant(0))
 	release := make(chan struct{})
-	f.buildHook = func(b *indexBuild, round int) {
+	f.buildHook = func(b *indexset.Build, round int) {
 		if round == 0 {
 			<-release
 		}
@@ -408,7 +422,7 @@ func TestRestoreBuildsIndexesInTheBackground(t *testing.T) {
 func TestWaitIndexesEndsWithItsContext(t *testing.T) {
 	c := newChurn(t, 11)
 	release := make(chan struct{})
-	c.n.f.buildHook = func(*indexBuild, int) { <-release }
+	c.n.f.buildHook = func(*indexset.Build, int) { <-release }
 	defer close(release)
 	c.n.f.SetIndexes(1, defVariant(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

@@ -32,11 +32,11 @@ func checkIndexes(t *testing.T, f *FSM) {
 	defer f.mu.Unlock()
 	for name, r := range f.st.regions {
 		defs := f.st.indexDefs[name]
-		if len(r.indexes) != len(defs) {
-			t.Errorf("region %q keeps %d indexes, %d are defined", name, len(r.indexes), len(defs))
+		if r.indexes.Len() != len(defs) {
+			t.Errorf("region %q keeps %d indexes, %d are defined", name, r.indexes.Len(), len(defs))
 		}
 		for _, d := range defs {
-			x, ok := r.indexes[d.Name]
+			x, ok := r.indexes.Index(d.Name)
 			if !ok {
 				t.Errorf("region %q: index %q is not installed", name, d.Name)
 				continue

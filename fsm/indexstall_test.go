@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
 )
@@ -81,7 +82,7 @@ func TestIndexBuildDoesNotStallWrites(t *testing.T) {
 			if i%2 == 1 {
 				key = "new" + strconv.Itoa(i)
 			}
-			l := n.log(Command{Op: OpPut, Region: "r", Entries: entries(key, custValue(i, 5000+i%100))})
+			l := n.log(codec.Command{Op: codec.OpPut, Region: "r", Entries: entries(key, custValue(i, 5000+i%100))})
 			t0 := time.Now()
 			n.f.Apply(l)
 			took := time.Since(t0)

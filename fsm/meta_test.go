@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
 func TestMetaDeleteAndList(t *testing.T) {
 	n := newNode(t)
-	set := func(key string, version uint64, value string) *Result {
-		return n.apply(Command{Op: OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: []byte(value)})
+	set := func(key string, version uint64, value string) *codec.Result {
+		return n.apply(codec.Command{Op: codec.OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: []byte(value)})
 	}
 	v1 := set("query/a", 0, "A").Version
 	set("query/b", 0, "B")

@@ -5,13 +5,14 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
 // Partition-group semantics: commands carrying a region ID.
 
-func pput(id uint64, kv ...string) Command {
-	return Command{Op: OpPut, Region: "p", RegionID: id, Entries: entries(kv...)}
+func pput(id uint64, kv ...string) codec.Command {
+	return codec.Command{Op: codec.OpPut, Region: "p", RegionID: id, Entries: entries(kv...)}
 }
 
 func TestPartitionRegionCreatedOnFirstWrite(t *testing.T) {
@@ -68,7 +69,7 @@ func TestPartitionIncarnations(t *testing.T) {
 func TestPartitionTombstone(t *testing.T) {
 	n := newNode(t)
 	n.must(pput(5, "a", `{}`))
-	destroy := Command{Op: OpDestroyRegion, Region: "p", RegionID: 5}
+	destroy := codec.Command{Op: codec.OpDestroyRegion, Region: "p", RegionID: 5}
 	n.must(destroy)
 	n.must(destroy) // idempotent
 	if _, ok := n.f.Region("p"); ok {
@@ -92,7 +93,7 @@ func TestPartitionTombstone(t *testing.T) {
 		t.Fatalf("count of the recreated region = %d, want 1", c)
 	}
 	// Destroying an older ID than the live one leaves the live one.
-	n.must(Command{Op: OpDestroyRegion, Region: "p", RegionID: 4})
+	n.must(codec.Command{Op: codec.OpDestroyRegion, Region: "p", RegionID: 4})
 	if c, err := n.f.Count("p", 6); err != nil || c != 1 {
 		t.Fatalf("live region after destroying an older id: %d, %v", c, err)
 	}
@@ -100,9 +101,9 @@ func TestPartitionTombstone(t *testing.T) {
 
 func TestPartitionCommandsOnlyForEntries(t *testing.T) {
 	n := newNode(t)
-	for _, c := range []Command{
-		{Op: OpCreateRegion, Region: "p", RegionID: 3, Kind: region.Partition},
-		{Op: OpClear, Region: "p", RegionID: 3},
+	for _, c := range []codec.Command{
+		{Op: codec.OpCreateRegion, Region: "p", RegionID: 3, Kind: region.Partition},
+		{Op: codec.OpClear, Region: "p", RegionID: 3},
 	} {
 		if res := n.apply(c); !errors.Is(res.Err, region.ErrInvalid) {
 			t.Errorf("%v with a region id: %v, want ErrInvalid", c.Op, res.Err)
@@ -114,11 +115,11 @@ func TestPartitionEntryRefusalsChangeNothing(t *testing.T) {
 	n := newNode(t)
 	n.must(pput(2, "a", `{"v":1}`, "b", `{"v":2}`))
 	before := dump(t, n.f)
-	for _, c := range []Command{
-		{Op: OpReplace, Region: "p", RegionID: 2, Entries: entries("a", `{"x":1}`, "zz", `{}`)},
-		{Op: OpCAS, Region: "p", RegionID: 2, Pairs: []region.CASPair{{Key: "a", Old: []byte(`{"v":9}`), New: []byte(`{}`)}}},
-		{Op: OpDelete, Region: "p", RegionID: 2, Keys: []string{"a", "zz"}},
-		{Op: OpPutIfAbsent, Region: "p", RegionID: 2, Entries: entries("a", `{}`)},
+	for _, c := range []codec.Command{
+		{Op: codec.OpReplace, Region: "p", RegionID: 2, Entries: entries("a", `{"x":1}`, "zz", `{}`)},
+		{Op: codec.OpCAS, Region: "p", RegionID: 2, Pairs: []region.CASPair{{Key: "a", Old: []byte(`{"v":9}`), New: []byte(`{}`)}}},
+		{Op: codec.OpDelete, Region: "p", RegionID: 2, Keys: []string{"a", "zz"}},
+		{Op: codec.OpPutIfAbsent, Region: "p", RegionID: 2, Entries: entries("a", `{}`)},
 	} {
 		if res := n.apply(c); res.Err == nil {
 			t.Errorf("%v was applied, want a refusal", c.Op)
@@ -138,7 +139,7 @@ func TestKeyFilterRestrictsGeneratedKeys(t *testing.T) {
 	n.must(pput(1, "4", `{}`))
 	var got []string
 	for range 4 {
-		got = append(got, n.must(Command{Op: OpPutIfAbsent, Region: "p", RegionID: 1, Entries: entries("", `{}`)}).Key)
+		got = append(got, n.must(codec.Command{Op: codec.OpPutIfAbsent, Region: "p", RegionID: 1, Entries: entries("", `{}`)}).Key)
 	}
 	want := []string{"2", "6", "8", "10"} // 4 exists; odd numbers filtered
 	for i := range want {
@@ -151,15 +152,15 @@ func TestKeyFilterRestrictsGeneratedKeys(t *testing.T) {
 	if err := restore(n.f, snap); err != nil {
 		t.Fatal(err)
 	}
-	if k := n.must(Command{Op: OpPutIfAbsent, Region: "p", RegionID: 1, Entries: entries("", `{}`)}).Key; k != "12" {
+	if k := n.must(codec.Command{Op: codec.OpPutIfAbsent, Region: "p", RegionID: 1, Entries: entries("", `{}`)}).Key; k != "12" {
 		t.Fatalf("generated key after restore = %q, want 12", k)
 	}
 }
 
 func TestSetMeta(t *testing.T) {
 	n := newNode(t)
-	set := func(version uint64, v string) *Result {
-		return n.apply(Command{Op: OpSetMeta, MetaKey: "t", MetaVersion: version, MetaValue: []byte(v)})
+	set := func(version uint64, v string) *codec.Result {
+		return n.apply(codec.Command{Op: codec.OpSetMeta, MetaKey: "t", MetaVersion: version, MetaValue: []byte(v)})
 	}
 	if _, _, ok := n.f.Meta("t"); ok {
 		t.Fatal("meta exists before any write")
@@ -186,7 +187,7 @@ func TestSetMeta(t *testing.T) {
 	if v, _, _ := n.f.Meta("t"); string(v) != "two" {
 		t.Fatalf("Meta = %s, want two", v)
 	}
-	if res := n.apply(Command{Op: OpSetMeta}); !errors.Is(res.Err, region.ErrInvalid) {
+	if res := n.apply(codec.Command{Op: codec.OpSetMeta}); !errors.Is(res.Err, region.ErrInvalid) {
 		t.Fatalf("empty meta key: %v, want ErrInvalid", res.Err)
 	}
 }
@@ -218,13 +219,13 @@ func TestValuesEqualExported(t *testing.T) {
 func TestBatchAppliesEachSubCommand(t *testing.T) {
 	n := newNode(t)
 	n.create("r", region.Replicate)
-	enc := func(c Command) []byte { return c.Encode(nil) }
-	res := n.must(Command{Op: OpBatch, Batch: [][]byte{
-		enc(Command{Op: OpPut, Region: "r", Entries: entries("a", `{"v":1}`)}),
-		enc(Command{Op: OpPutIfAbsent, Region: "r", Entries: entries("a", `{"v":2}`)}),
-		enc(Command{Op: OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "a", Old: []byte(`{"v":1}`), New: []byte(`{"v":3}`)}}}),
-		enc(Command{Op: OpPutIfAbsent, Region: "r", Entries: entries("", `{"g":1}`)}),
-		enc(Command{Op: OpPut, Region: "nope", Entries: entries("x", `{}`)}),
+	enc := func(c codec.Command) []byte { return c.Encode(nil) }
+	res := n.must(codec.Command{Op: codec.OpBatch, Batch: [][]byte{
+		enc(codec.Command{Op: codec.OpPut, Region: "r", Entries: entries("a", `{"v":1}`)}),
+		enc(codec.Command{Op: codec.OpPutIfAbsent, Region: "r", Entries: entries("a", `{"v":2}`)}),
+		enc(codec.Command{Op: codec.OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "a", Old: []byte(`{"v":1}`), New: []byte(`{"v":3}`)}}}),
+		enc(codec.Command{Op: codec.OpPutIfAbsent, Region: "r", Entries: entries("", `{"g":1}`)}),
+		enc(codec.Command{Op: codec.OpPut, Region: "nope", Entries: entries("x", `{}`)}),
 		enc(pput(7, "p1", `{}`)),
 	}})
 	if len(res.Batch) != 6 {
@@ -245,16 +246,16 @@ func TestBatchAppliesEachSubCommand(t *testing.T) {
 
 func TestClearPart(t *testing.T) {
 	n := newNode(t)
-	n.must(Command{Op: OpPut, Region: "p", RegionID: 5, Entries: entries("a", `{}`, "b", `{}`)})
-	if res := n.apply(Command{Op: OpClearPart, Region: "p"}); !errors.Is(res.Err, region.ErrInvalid) {
+	n.must(codec.Command{Op: codec.OpPut, Region: "p", RegionID: 5, Entries: entries("a", `{}`, "b", `{}`)})
+	if res := n.apply(codec.Command{Op: codec.OpClearPart, Region: "p"}); !errors.Is(res.Err, region.ErrInvalid) {
 		t.Fatalf("clear-part without a region id: %v, want ErrInvalid", res.Err)
 	}
-	n.must(Command{Op: OpClearPart, Region: "p", RegionID: 5})
+	n.must(codec.Command{Op: codec.OpClearPart, Region: "p", RegionID: 5})
 	if c, _ := n.f.Count("p", 5); c != 0 {
 		t.Fatalf("after clear-part the part holds %d entries", c)
 	}
-	n.must(Command{Op: OpDestroyRegion, Region: "p", RegionID: 5})
-	if res := n.apply(Command{Op: OpClearPart, Region: "p", RegionID: 5}); !errors.Is(res.Err, region.ErrRegionNotFound) {
+	n.must(codec.Command{Op: codec.OpDestroyRegion, Region: "p", RegionID: 5})
+	if res := n.apply(codec.Command{Op: codec.OpClearPart, Region: "p", RegionID: 5}); !errors.Is(res.Err, region.ErrRegionNotFound) {
 		t.Fatalf("clear-part of a destroyed incarnation: %v, want ErrRegionNotFound", res.Err)
 	}
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -206,7 +207,7 @@ func (f *FSM) Scan(name string, id uint64, fn func(key string, value json.RawMes
 // it (by region name) and keeps them in step with every later write. It
 // returns at once: an index over a small region is built before it
 // returns, a larger one in the background without blocking writes
-// (indexbuild.go), and until it is installed IndexScan reports it missing,
+// (package indexset), and until it is installed IndexScan reports it missing,
 // so queries scan. Indexes already installed or being built for the same
 // definition are kept, so calling it again with the same definitions costs
 // little and restarts nothing. WaitIndexes waits for the builds. version
@@ -218,10 +219,7 @@ func (f *FSM) SetIndexes(version uint64, defs map[string][]index.Def) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st.indexDefs = defs
-	budget := inlineBuildBudget
-	for name, r := range f.st.regions {
-		f.setRegionIndexes(name, r, defs[name], &budget)
-	}
+	f.st.defineIndexes(&f.mu, f.buildHook)
 	f.indexVersion = version
 }
 
@@ -231,6 +229,31 @@ func (f *FSM) IndexVersion() uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.indexVersion
+}
+
+// WaitIndexes blocks until no index of this FSM is being built (including
+// builds started while it waits), or ctx ends; then it returns an error
+// wrapping ctx.Err(). After it returns nil every index SetIndexes defined
+// before the call is installed, unless a later call changed it.
+func (f *FSM) WaitIndexes(ctx context.Context) error {
+	for {
+		var pending []<-chan struct{}
+		f.mu.RLock()
+		for _, r := range f.st.regions {
+			pending = r.indexes.Pending(pending)
+		}
+		f.mu.RUnlock()
+		if len(pending) == 0 {
+			return nil
+		}
+		for _, done := range pending {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return fmt.Errorf("fsm: wait for %d index builds: %w", len(pending), ctx.Err())
+			}
+		}
+	}
 }
 
 // IndexScan calls fn with every entry whose indexed value lies in one of
@@ -245,7 +268,7 @@ func (f *FSM) IndexScan(name string, id uint64, indexName string, ranges []index
 		f.mu.Unlock()
 		return err == nil, err
 	}
-	x, found := r.indexes[indexName]
+	x, found := r.indexes.Index(indexName)
 	if !found {
 		f.mu.Unlock()
 		return false, nil
@@ -271,7 +294,7 @@ func (f *FSM) IndexLen(name string, id uint64, indexName string) int {
 	if err != nil || r == nil {
 		return -1
 	}
-	x, ok := r.indexes[indexName]
+	x, ok := r.indexes.Index(indexName)
 	if !ok {
 		return -1
 	}

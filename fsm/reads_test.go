@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -134,7 +135,7 @@ func TestRegionsSorted(t *testing.T) {
 	for _, name := range []string{"zeta", "Alpha", "mid", "alpha"} {
 		n.create(name, region.Replicate)
 	}
-	n.must(Command{Op: OpCreateRegion, Region: "part", Kind: region.Partition})
+	n.must(codec.Command{Op: codec.OpCreateRegion, Region: "part", Kind: region.Partition})
 	want := []region.Info{
 		{Name: "Alpha", Kind: region.Replicate}, {Name: "alpha", Kind: region.Replicate},
 		{Name: "mid", Kind: region.Replicate}, {Name: "part", Kind: region.Partition},

@@ -29,14 +29,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// the background like SetIndexes, so writes resume as soon as Restore
 	// returns (queries scan until they are installed).
 	for _, r := range f.st.regions {
-		r.abandon()
+		r.indexes.Abandon()
 	}
 	st.indexDefs = f.st.indexDefs
 	f.st = st
-	budget := inlineBuildBudget
-	for name, r := range st.regions {
-		f.setRegionIndexes(name, r, st.indexDefs[name], &budget)
-	}
+	st.defineIndexes(&f.mu, f.buildHook)
 	f.applied.set(applied)
 	f.mu.Unlock()
 	return nil

@@ -3,9 +3,9 @@ package fsm
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"testing"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -17,43 +17,10 @@ func allSentinels() []error {
 	}
 }
 
-func TestResultRoundTrip(t *testing.T) {
-	type tc struct {
-		name string
-		in   Result
-	}
-	cases := []tc{
-		{"success", Result{}},
-		{"success with key", Result{Key: "42"}},
-		{"unicode key", Result{Key: "ключ/🙂"}},
-		{"meta version", Result{Version: 1 << 40}},
-		{"version conflict", Result{Version: 9, Err: fmt.Errorf("metadata %q: %w", "t", region.ErrVersionConflict)}},
-		{"error without sentinel", Result{Err: errors.New("disk on fire")}},
-		{"key exists conflict", Result{Key: "a", Err: &region.ConflictError{Err: region.ErrKeyExists, Key: "a", Current: []byte(`{"n":1}`)}}},
-		{"CAS conflict", Result{Err: &region.ConflictError{Err: region.ErrCASMismatch, Key: "é", Current: []byte(`{}`)}}},
-		{"wrapped conflict", Result{Err: fmt.Errorf("put-if-absent on %q: %w", "orders",
-			&region.ConflictError{Err: region.ErrKeyExists, Key: "k", Current: []byte(`{"x":[1]}`)})}},
-		{"conflict without sentinel", Result{Err: &region.ConflictError{Err: errors.New("odd"), Key: "k", Current: []byte(`{}`)}}},
-	}
-	for _, s := range allSentinels() {
-		cases = append(cases,
-			tc{"bare " + s.Error(), Result{Err: s}},
-			tc{"wrapped " + s.Error(), Result{Err: fmt.Errorf("region %q: key %q: %w", "orders", "k", s)}})
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := DecodeResult(EncodeResult(nil, &c.in))
-			if err != nil {
-				t.Fatalf("DecodeResult: %v", err)
-			}
-			checkSameResult(t, got, &c.in)
-		})
-	}
-}
-
 // checkSameResult checks what callers of the store look at: the key, the
-// message, the sentinels matched and the conflict details.
-func checkSameResult(t *testing.T, got, want *Result) {
+// message, the sentinels matched and the conflict details (as package
+// codec's tests check its own round trips).
+func checkSameResult(t *testing.T, got, want *codec.Result) {
 	t.Helper()
 	if got.Key != want.Key {
 		t.Errorf("Key = %q, want %q", got.Key, want.Key)
@@ -99,72 +66,24 @@ func TestResultOfEveryRefusal(t *testing.T) {
 	n.create("r", region.Replicate)
 	n.create("p", region.Partition)
 	n.put("r", "a", `{"v":1}`)
-	for _, c := range []Command{
-		{Op: OpCreateRegion, Region: "r", Kind: region.Replicate},
-		{Op: OpDestroyRegion, Region: "nope"},
-		{Op: OpPutIfAbsent, Region: "r", Entries: entries("a", `{}`)},
-		{Op: OpReplace, Region: "r", Entries: entries("zz", `{}`)},
-		{Op: OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "a", Old: []byte(`{"v":2}`), New: []byte(`{}`)}}},
-		{Op: OpDelete, Region: "r", Keys: []string{"zz"}},
-		{Op: OpClear, Region: "p"},
-		{Op: OpPut, Region: "r"},
+	for _, c := range []codec.Command{
+		{Op: codec.OpCreateRegion, Region: "r", Kind: region.Replicate},
+		{Op: codec.OpDestroyRegion, Region: "nope"},
+		{Op: codec.OpPutIfAbsent, Region: "r", Entries: entries("a", `{}`)},
+		{Op: codec.OpReplace, Region: "r", Entries: entries("zz", `{}`)},
+		{Op: codec.OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "a", Old: []byte(`{"v":2}`), New: []byte(`{}`)}}},
+		{Op: codec.OpDelete, Region: "r", Keys: []string{"zz"}},
+		{Op: codec.OpClear, Region: "p"},
+		{Op: codec.OpPut, Region: "r"},
 	} {
 		res := n.apply(c)
 		if res.Err == nil {
 			t.Fatalf("%v was not refused", c.Op)
 		}
-		got, err := DecodeResult(EncodeResult(nil, res))
+		got, err := codec.DecodeResult(codec.EncodeResult(nil, res))
 		if err != nil {
 			t.Fatalf("%v: DecodeResult: %v", c.Op, err)
 		}
 		checkSameResult(t, got, res)
-	}
-}
-
-func TestEncodeResultNil(t *testing.T) {
-	got, err := DecodeResult(EncodeResult(nil, nil))
-	if err != nil || got.Key != "" || got.Err != nil {
-		t.Errorf("round trip of a nil Result = %+v, %v; want an empty Result", got, err)
-	}
-}
-
-func TestDecodeResultRejects(t *testing.T) {
-	valid := EncodeResult(nil, &Result{Key: "k", Err: &region.ConflictError{Err: region.ErrKeyExists, Key: "k", Current: []byte(`{}`)}})
-	for n := 0; n < len(valid); n++ {
-		if _, err := DecodeResult(valid[:n]); err == nil {
-			t.Errorf("DecodeResult of the first %d of %d bytes succeeded, want an error", n, len(valid))
-		}
-	}
-	for _, in := range [][]byte{
-		append(append([]byte(nil), valid...), 0), // trailing
-		{2, 0, 0},                                // version
-		{1, 0, 2},                                // error flag
-		{1, 0, 1, 1, 0, 2},                       // conflict flag
-	} {
-		if r, err := DecodeResult(in); err == nil {
-			t.Errorf("DecodeResult(%x) = %+v, nil; want an error", in, r)
-		}
-	}
-}
-
-// TestDecodeResultUnknownCode: an error code from a newer peer keeps its
-// message.
-func TestDecodeResultUnknownCode(t *testing.T) {
-	in := []byte{1, 0, 1, 200, 4, 'o', 'o', 'p', 's', 0}
-	r, err := DecodeResult(in)
-	if err != nil {
-		t.Fatalf("DecodeResult: %v", err)
-	}
-	if r.Err == nil || r.Err.Error() != "oops" {
-		t.Errorf("Err = %v, want an error reading %q", r.Err, "oops")
-	}
-}
-
-// TestDecodeResultVersion1: a result from a peer still on format 1 (no
-// version field) decodes.
-func TestDecodeResultVersion1(t *testing.T) {
-	r, err := DecodeResult([]byte{1, 2, 'k', '7', 0})
-	if err != nil || r.Key != "k7" || r.Err != nil || r.Version != 0 {
-		t.Fatalf("DecodeResult(v1) = %+v, %v; want key k7, no error", r, err)
 	}
 }

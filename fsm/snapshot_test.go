@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -19,7 +20,7 @@ func populated(t *testing.T) *node {
 	n.create("parts", region.Partition)
 	n.create("empty", region.Replicate)
 	n.put("orders", "b", `{"n":2}`, "ключ", `{}`, "a", orderValue)
-	n.must(Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("", `{"gen":1}`)})
+	n.must(codec.Command{Op: codec.OpPutIfAbsent, Region: "orders", Entries: entries("", `{"gen":1}`)})
 	n.put("parts", "日本/🙂", `{"x":[1,2.5,null]}`)
 	n.put("orders", "2", `{}`) // the next generated key must skip it
 	return n
@@ -45,7 +46,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	// The key counter is state: both replicas generate the same next key.
 	dst.index = src.index
-	gen := Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("", `{}`)}
+	gen := codec.Command{Op: codec.OpPutIfAbsent, Region: "orders", Entries: entries("", `{}`)}
 	if got, want := dst.must(gen).Key, src.must(gen).Key; got != want || want != "3" {
 		t.Errorf("next generated key after restore = %q, on the original %q, want both %q", got, want, "3")
 	}
@@ -156,12 +157,12 @@ func TestPersistIsCopyOnWrite(t *testing.T) {
 	for i := 0; i < 500; i += 2 {
 		n.put("orders", "bulk"+itoa(i), `{"changed":true}`)
 	}
-	n.must(Command{Op: OpDelete, Region: "orders", Keys: []string{"a", "bulk1", "bulk499"}})
-	n.must(Command{Op: OpPut, Region: "parts", Entries: entries("new", `{}`)})
-	n.must(Command{Op: OpClear, Region: "empty"})
-	n.must(Command{Op: OpDestroyRegion, Region: "parts"})
+	n.must(codec.Command{Op: codec.OpDelete, Region: "orders", Keys: []string{"a", "bulk1", "bulk499"}})
+	n.must(codec.Command{Op: codec.OpPut, Region: "parts", Entries: entries("new", `{}`)})
+	n.must(codec.Command{Op: codec.OpClear, Region: "empty"})
+	n.must(codec.Command{Op: codec.OpDestroyRegion, Region: "parts"})
 	n.create("later", region.Replicate)
-	n.must(Command{Op: OpPutIfAbsent, Region: "later", Entries: entries("", `{}`)})
+	n.must(codec.Command{Op: codec.OpPutIfAbsent, Region: "later", Entries: entries("", `{}`)})
 
 	sink := &memSink{}
 	if err := snap.Persist(sink); err != nil {
@@ -199,7 +200,7 @@ func TestPersistCancelsOnWriteError(t *testing.T) {
 func goldenSnapshotNode(t *testing.T) *node {
 	t.Helper()
 	n := populated(t)
-	n.must(Command{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: "b", Old: []byte(`{"n":2}`), New: []byte(`{"n":3}`)}}})
+	n.must(codec.Command{Op: codec.OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: "b", Old: []byte(`{"n":2}`), New: []byte(`{"n":3}`)}}})
 	return n
 }
 
@@ -222,7 +223,7 @@ func TestSnapshotGolden(t *testing.T) {
 		t.Errorf("restored golden AppliedIndex = %d, want 8", got)
 	}
 	n := &node{t: t, f: f, index: 8}
-	if got := n.must(Command{Op: OpPutIfAbsent, Region: "orders", Entries: entries("", `{}`)}).Key; got != "3" {
+	if got := n.must(codec.Command{Op: codec.OpPutIfAbsent, Region: "orders", Entries: entries("", `{}`)}).Key; got != "3" {
 		t.Errorf("next generated key after the golden snapshot = %q, want %q", got, "3")
 	}
 }
@@ -235,10 +236,10 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func goldenSnapshotV2Node(t *testing.T) *node {
 	t.Helper()
 	n := goldenSnapshotNode(t)
-	n.must(Command{Op: OpPut, Region: "pr", RegionID: 77, Entries: entries("x", `{"p":1}`)})
-	n.must(Command{Op: OpDestroyRegion, Region: "gone", RegionID: 12})
-	n.must(Command{Op: OpSetMeta, MetaKey: "partition/table", MetaValue: []byte(`{"t":1}`)})
-	n.must(Command{Op: OpSetMeta, MetaKey: "a/first", MetaValue: []byte(`x`)})
+	n.must(codec.Command{Op: codec.OpPut, Region: "pr", RegionID: 77, Entries: entries("x", `{"p":1}`)})
+	n.must(codec.Command{Op: codec.OpDestroyRegion, Region: "gone", RegionID: 12})
+	n.must(codec.Command{Op: codec.OpSetMeta, MetaKey: "partition/table", MetaValue: []byte(`{"t":1}`)})
+	n.must(codec.Command{Op: codec.OpSetMeta, MetaKey: "a/first", MetaValue: []byte(`x`)})
 	return n
 }
 
@@ -265,7 +266,7 @@ func TestSnapshotGoldenV2(t *testing.T) {
 	}
 	// The tombstone survived: a late command for the destroyed ID is refused.
 	n := &node{t: t, f: f, index: src.index}
-	if res := n.apply(Command{Op: OpPut, Region: "gone", RegionID: 12, Entries: entries("k", "{}")}); !errors.Is(res.Err, region.ErrRegionNotFound) {
+	if res := n.apply(codec.Command{Op: codec.OpPut, Region: "gone", RegionID: 12, Entries: entries("k", "{}")}); !errors.Is(res.Err, region.ErrRegionNotFound) {
 		t.Errorf("late write after restore: %v, want ErrRegionNotFound", res.Err)
 	}
 }

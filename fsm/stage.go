@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -66,23 +67,23 @@ func StageCommand(id uint64, cmd []byte) [][]byte {
 	var seq uint64
 	for off := 0; off < len(cmd); off += StageChunkBytes {
 		end := min(off+StageChunkBytes, len(cmd))
-		out = append(out, (&Command{Op: OpStage, StageID: id, StageSeq: seq, StageData: cmd[off:end]}).Encode(nil))
+		out = append(out, (&codec.Command{Op: codec.OpStage, StageID: id, StageSeq: seq, StageData: cmd[off:end]}).Encode(nil))
 		seq++
 	}
-	commit := Command{Op: OpCommitStaged, StageID: id, StageSeq: seq, StageSize: uint64(len(cmd)), StageSum: crc32.Checksum(cmd, castagnoli())}
+	commit := codec.Command{Op: codec.OpCommitStaged, StageID: id, StageSeq: seq, StageSize: uint64(len(cmd)), StageSum: crc32.Checksum(cmd, castagnoli())}
 	return append(out, commit.Encode(nil))
 }
 
 // DropStaged is the entry that forgets an unfinished staged command.
 func DropStaged(id uint64) []byte {
-	return (&Command{Op: OpDropStaged, StageID: id}).Encode(nil)
+	return (&codec.Command{Op: codec.OpDropStaged, StageID: id}).Encode(nil)
 }
 
 // stageChunk records one chunk.
-func (s *state) stageChunk(c *Command, index uint64) *Result {
+func (s *state) stageChunk(c *codec.Command, index uint64) *codec.Result {
 	if c.StageSeq == 0 {
 		s.stage = &staging{id: c.StageID, chunks: [][]byte{c.StageData}, size: uint64(len(c.StageData)), last: index}
-		return &Result{}
+		return &codec.Result{}
 	}
 	st := s.stage
 	if st == nil || st.id != c.StageID || uint64(len(st.chunks)) != c.StageSeq || st.size+uint64(len(c.StageData)) > maxStagedBytes {
@@ -92,15 +93,15 @@ func (s *state) stageChunk(c *Command, index uint64) *Result {
 	st.chunks = append(st.chunks, c.StageData)
 	st.size += uint64(len(c.StageData))
 	st.last = index
-	return &Result{}
+	return &codec.Result{}
 }
 
 // dropStaged forgets the staged command c names.
-func (s *state) dropStaged(c *Command, _ uint64) *Result {
+func (s *state) dropStaged(c *codec.Command, _ uint64) *codec.Result {
 	if s.stage != nil && s.stage.id == c.StageID {
 		s.stage = nil
 	}
-	return &Result{}
+	return &codec.Result{}
 }
 
 // expireStage forgets a staged command whose last chunk is more than
@@ -112,10 +113,10 @@ func (s *state) expireStage(index uint64) {
 }
 
 // commitStaged applies the command the staged chunks make up, at index.
-func (f *FSM) commitStaged(c *Command, index uint64) *Result {
+func (f *FSM) commitStaged(c *codec.Command, index uint64) *codec.Result {
 	st := f.st.stage
 	f.st.stage = nil
-	incomplete := func(format string, args ...any) *Result {
+	incomplete := func(format string, args ...any) *codec.Result {
 		return refuse(fmt.Errorf("%v %x: %w: the staged command is incomplete (%s); nothing was written, send it again",
 			c.Op, c.StageID, region.ErrNoLeader, fmt.Sprintf(format, args...)))
 	}
@@ -135,11 +136,11 @@ func (f *FSM) commitStaged(c *Command, index uint64) *Result {
 		return incomplete("CRC-32C %08x, the commit says %08x", sum, c.StageSum)
 	}
 	// whole is ours alone: the command's values may alias it.
-	cmd, err := decodeCommand(decoder{buf: whole, alias: true})
+	cmd, err := codec.DecodeCommandNoCopy(whole)
 	if err != nil {
 		return refuse(fmt.Errorf("%v %x: %w: the staged command does not decode: %v", c.Op, c.StageID, region.ErrInvalid, err))
 	}
-	if cmd.Op == OpBatch || cmd.Op.staging() {
+	if cmd.Op == codec.OpBatch || cmd.Op.Staging() {
 		return refuse(fmt.Errorf("%v %x: %w: a staged command cannot be %v", c.Op, c.StageID, region.ErrInvalid, cmd.Op))
 	}
 	return f.ops[cmd.Op](f.st, &cmd, index)

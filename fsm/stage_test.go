@@ -9,17 +9,18 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
 // applyRaw applies encoded entries at the next indexes and returns the last
 // result.
-func (n *node) applyRaw(entries ...[]byte) *Result {
+func (n *node) applyRaw(entries ...[]byte) *codec.Result {
 	n.t.Helper()
-	var res *Result
+	var res *codec.Result
 	for _, data := range entries {
 		n.index++
-		r, ok := n.f.Apply(&raft.Log{Index: n.index, Term: 1, Type: raft.LogCommand, Data: data}).(*Result)
+		r, ok := n.f.Apply(&raft.Log{Index: n.index, Term: 1, Type: raft.LogCommand, Data: data}).(*codec.Result)
 		if !ok {
 			n.t.Fatalf("entry %d: no *Result", n.index)
 		}
@@ -28,9 +29,9 @@ func (n *node) applyRaw(entries ...[]byte) *Result {
 	return res
 }
 
-func bigPut(reg, key string, n int) (Command, json.RawMessage) {
+func bigPut(reg, key string, n int) (codec.Command, json.RawMessage) {
 	v := json.RawMessage(`{"pad":"` + strings.Repeat("y", n) + `"}`)
-	return Command{Op: OpPut, Region: reg, Entries: []region.Entry{{Key: key, Value: v}}}, v
+	return codec.Command{Op: codec.OpPut, Region: reg, Entries: []region.Entry{{Key: key, Value: v}}}, v
 }
 
 // TestStagedCommandApplies: a command carried in chunks is applied at its
@@ -48,7 +49,7 @@ func TestStagedCommandApplies(t *testing.T) {
 			t.Fatalf("a stage entry of %d bytes", len(e))
 		}
 		n.applyRaw(e)
-		n.must(Command{Op: OpPut, Region: "r", Entries: entries2("small", `{"n":1}`)})
+		n.must(codec.Command{Op: codec.OpPut, Region: "r", Entries: entries2("small", `{"n":1}`)})
 		if got, _ := n.f.GetMany("r", 0, []string{"big"}); got[0] != nil {
 			t.Fatal("the staged value is visible before its commit")
 		}
@@ -64,7 +65,7 @@ func TestStagedCommandApplies(t *testing.T) {
 		t.Error("chunks still staged after the commit")
 	}
 	// A staged command is refused like the same command in one entry.
-	cas := Command{Op: OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "big", Old: json.RawMessage(`{}`), New: v}}}
+	cas := codec.Command{Op: codec.OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "big", Old: json.RawMessage(`{}`), New: v}}}
 	if res := n.applyRaw(StageCommand(43, cas.Encode(nil))...); !errors.Is(res.Err, region.ErrCASMismatch) {
 		t.Errorf("staged CAS with a wrong @old: %v, want a CAS mismatch", res.Err)
 	}
@@ -80,23 +81,23 @@ func TestStagedCommandIncomplete(t *testing.T) {
 	data := cmd.Encode(nil)
 	for _, tc := range []struct {
 		name  string
-		apply func(n *node, e [][]byte) *Result
+		apply func(n *node, e [][]byte) *codec.Result
 	}{
-		{"missing chunk", func(n *node, e [][]byte) *Result { n.applyRaw(e[0]); return n.applyRaw(e[2], e[3]) }},
-		{"chunks out of order", func(n *node, e [][]byte) *Result { return n.applyRaw(e[1], e[0], e[2], e[3]) }},
-		{"another staged command started", func(n *node, e [][]byte) *Result {
+		{"missing chunk", func(n *node, e [][]byte) *codec.Result { n.applyRaw(e[0]); return n.applyRaw(e[2], e[3]) }},
+		{"chunks out of order", func(n *node, e [][]byte) *codec.Result { return n.applyRaw(e[1], e[0], e[2], e[3]) }},
+		{"another staged command started", func(n *node, e [][]byte) *codec.Result {
 			n.applyRaw(e[0], e[1])
 			n.applyRaw(StageCommand(7, data)[0])
 			return n.applyRaw(e[2], e[3])
 		}},
-		{"dropped", func(n *node, e [][]byte) *Result {
+		{"dropped", func(n *node, e [][]byte) *codec.Result {
 			n.applyRaw(e[0], e[1], e[2], DropStaged(99))
 			return n.applyRaw(e[3])
 		}},
-		{"expired", func(n *node, e [][]byte) *Result {
+		{"expired", func(n *node, e [][]byte) *codec.Result {
 			n.applyRaw(e[0], e[1], e[2])
 			for i := 0; i <= maxStageGap; i++ {
-				n.must(Command{Op: OpPut, Region: "r", Entries: entries2("k", `{}`)})
+				n.must(codec.Command{Op: codec.OpPut, Region: "r", Entries: entries2("k", `{}`)})
 			}
 			return n.applyRaw(e[3])
 		}},

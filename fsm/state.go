@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/google/btree"
+	"github.com/kvnode/kvnode/fsm/indexset"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
 )
@@ -47,12 +49,10 @@ type regionState struct {
 	id      uint64
 	kind    region.Kind
 	entries *btree.BTreeG[entry]
-	// indexes are the region's installed secondary indexes by name, kept
-	// in step with entries by put, del and clear.
-	indexes map[string]*index.Index
-	// building are the indexes being built in the background, by name
-	// (indexbuild.go); put and del record their keys for them.
-	building map[string]*indexBuild
+	// indexes are the region's secondary indexes, installed and being
+	// built (package indexset), kept in step with entries by put, del and
+	// clear, and abandoned when the region leaves the state.
+	indexes indexset.Set
 }
 
 // entry is one stored key and value. Values are the exact bytes a command
@@ -63,6 +63,22 @@ type entry struct {
 }
 
 func entryLess(a, b entry) bool { return a.key < b.key }
+
+// entryTree is a region's entry tree as package indexset reads it.
+type entryTree struct{ t *btree.BTreeG[entry] }
+
+func (e entryTree) Len() int { return e.t.Len() }
+
+func (e entryTree) Ascend(fn func(key string, value json.RawMessage) bool) {
+	e.t.Ascend(func(x entry) bool { return fn(x.key, x.value) })
+}
+
+func (e entryTree) Get(key string) (json.RawMessage, bool) {
+	x, ok := e.t.Get(entry{key: key})
+	return x.value, ok
+}
+
+func (e entryTree) Clone() indexset.Entries { return entryTree{e.t.Clone()} }
 
 // metaEntry is one metadata value and its version (the log index of the
 // entry that wrote it).
@@ -96,23 +112,14 @@ func (r *regionState) has(key string) bool { return r.entries.Has(entry{key: key
 func (r *regionState) put(key string, value json.RawMessage) {
 	// Clip capacity: nobody holding this value may append into shared memory.
 	old, had := r.entries.ReplaceOrInsert(entry{key: key, value: value[:len(value):len(value)]})
-	for _, x := range r.indexes {
-		if had {
-			x.Remove(key, old.value)
-		}
-		x.Add(key, value)
-	}
-	r.touch(key)
+	r.indexes.Put(key, old.value, had, value)
 }
 
 // del removes an entry.
 func (r *regionState) del(key string) {
 	old, had := r.entries.Delete(entry{key: key})
 	if had {
-		for _, x := range r.indexes {
-			x.Remove(key, old.value)
-		}
-		r.touch(key)
+		r.indexes.Delete(key, old.value)
 	}
 }
 
@@ -121,21 +128,22 @@ func (r *regionState) del(key string) {
 // index being built is done: it is empty too.
 func (r *regionState) clear() {
 	r.entries = newEntries()
-	for name, x := range r.indexes {
-		r.indexes[name] = index.New(x.Def())
-	}
-	for name, b := range r.building {
-		b.stop.Store(true)
-		delete(r.building, name)
-		r.install(name, index.New(b.def))
-	}
+	r.indexes.Clear()
 }
 
-// emptyIndexes gives a new, still empty region the (empty) indexes defs
-// name: nothing to build.
-func (r *regionState) emptyIndexes(defs []index.Def) {
-	for _, d := range defs {
-		r.install(d.Name, index.New(d))
+// defineIndexes makes every region keep the indexes s.indexDefs names for
+// it (indexset.Set.Define): up to indexset.InlineBudget entries in all are
+// indexed at once, larger regions in the background, whose builds take
+// lock (the FSM's, which the caller holds for writing) for their short
+// steps. hook is FSM.buildHook.
+func (s *state) defineIndexes(lock sync.Locker, hook func(*indexset.Build, int)) {
+	budget := indexset.InlineBudget
+	for name, r := range s.regions {
+		r.indexes.Define(s.indexDefs[name], entryTree{r.entries}, &budget, indexset.Region{
+			Lock: lock,
+			Live: func() indexset.Entries { return entryTree{r.entries} },
+			Hook: hook,
+		})
 	}
 }
 
@@ -187,10 +195,10 @@ func (s *state) target(name string, id uint64) (*regionState, error) {
 		return nil, fmt.Errorf("region %q: id %d is older than the one here (%d): %w", name, id, r.id, region.ErrRegionNotFound)
 	}
 	if ok {
-		r.abandon()
+		r.indexes.Abandon()
 	}
 	r = newRegionState(region.Partition, id)
-	r.emptyIndexes(s.indexDefs[name])
+	r.indexes.Empty(s.indexDefs[name])
 	s.regions[name] = r
 	return r, nil
 }

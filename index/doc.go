@@ -2,9 +2,9 @@
 // of one member path of a region's JSON entries (customerId, address.city)
 // to the keys of the entries holding it. Each replica keeps its own,
 // derived from its entries, so indexes are never replicated or
-// snapshotted; package fsm maintains them as entries change and package
-// oql's planner scans them for =, <, <=, >, >=, IN SET(...) and prefix
-// LIKE.
+// snapshotted; package fsm maintains them as entries change (its
+// fsm/indexset builds them and keeps them exact) and package oql's planner
+// scans them for =, <, <=, >, >=, IN SET(...) and prefix LIKE.
 //
 // Keys order as OQL compares values: numbers numerically across integer
 // and floating-point kinds, strings as Java's String.compareTo (UTF-16

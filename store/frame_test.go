@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/partition"
@@ -43,7 +43,7 @@ func TestForwardedCommandIsDecodedBeforeTheLog(t *testing.T) {
 	follower := tc.followers(leader)[0]
 	ctx := ctxT(t, 20*time.Second)
 
-	good := (&fsm.Command{Op: fsm.OpPut, Region: "r", Entries: []region.Entry{{Key: "k", Value: bigValue(1000)}}}).Encode(nil)
+	good := (&codec.Command{Op: codec.OpPut, Region: "r", Entries: []region.Entry{{Key: "k", Value: bigValue(1000)}}}).Encode(nil)
 	bad := map[string][]byte{
 		"cut in half": good[:len(good)/2],
 		"garbage":     {9, 9, 9},

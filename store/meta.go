@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/transport"
@@ -99,6 +100,6 @@ func metaEntries(list []fsm.MetaEntry) []catalog.Entry {
 // SetMeta writes a metadata key by compare-and-set (catalog.Meta says
 // how).
 func (r *Router) SetMeta(ctx context.Context, key string, version uint64, value []byte) error {
-	_, err := r.Apply(ctx, controlGroup, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: value})
+	_, err := r.Apply(ctx, controlGroup, &codec.Command{Op: codec.OpSetMeta, MetaKey: key, MetaVersion: version, MetaValue: value})
 	return err
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
@@ -307,7 +307,7 @@ func TestPartitionedRegionDestroyAndRecreate(t *testing.T) {
 	}
 	// A write still carrying the destroyed incarnation's ID (as from a node
 	// whose copy of group 0 is behind) must not land anywhere.
-	_, err = s.Router().Apply(ctx, partition.GroupForKey("k0001", 4), &fsm.Command{Op: fsm.OpPut, Region: "p", RegionID: oldRef.ID,
+	_, err = s.Router().Apply(ctx, partition.GroupForKey("k0001", 4), &codec.Command{Op: codec.OpPut, Region: "p", RegionID: oldRef.ID,
 		Entries: []region.Entry{{Key: "k0001", Value: val(`{"late":true}`)}}})
 	if !errors.Is(err, region.ErrRegionNotFound) {
 		t.Fatalf("late write with the destroyed region's ID: %v, want ErrRegionNotFound", err)

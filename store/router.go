@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/raftgroup"
 )
@@ -81,7 +82,7 @@ func (r *Router) Leads(gid uint64) bool {
 // leader, unreachable) are retried until a leader answers, LeaderWait passes
 // or ctx ends; an unknown outcome is reported as region.ErrIndeterminate and
 // never retried, so a put-if-absent or CAS is never applied twice by us.
-func (r *Router) Apply(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm.Result, error) {
+func (r *Router) Apply(ctx context.Context, gid uint64, cmd *codec.Command) (*codec.Result, error) {
 	if r.closed() {
 		return nil, region.ErrShuttingDown
 	}
@@ -112,7 +113,7 @@ func (r *Router) Apply(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm.
 	}
 }
 
-func (r *Router) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*fsm.Result, error) {
+func (r *Router) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*codec.Result, error) {
 	g := r.localFor(gid)
 	if g != nil && gid == controlGroup {
 		if err := g.Halted(); err != nil {

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/raftgroup"
@@ -21,7 +21,7 @@ import (
 
 // The store's RPCs (package transport carries them):
 //
-//	POST /v1/groups/{gid}/apply      body: encoded fsm.Command → encoded fsm.Result
+//	POST /v1/groups/{gid}/apply      body: encoded codec.Command → encoded codec.Result
 //	POST /v1/groups/{gid}/read       body: JSON readReq → JSON readResp
 //	POST /v1/groups/{gid}/scan       body: JSON scanReq → framed stream (scan.go)
 //	POST /v1/groups/{gid}/readindex  → uvarint read index (leader only)
@@ -93,11 +93,11 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 	}
 	// Decoded here too, not only by the leader's Group.Apply: a command that
 	// is handed on to our leader must not reach it broken either.
-	if _, err := fsm.CheckCommand(data); err != nil {
+	if _, err := codec.CheckCommand(data); err != nil {
 		rpcCodes.WriteError(w, fmt.Errorf("%w from %s: %v", raftgroup.ErrBadCommand, req.RemoteAddr, err))
 		return
 	}
-	var res *fsm.Result
+	var res *codec.Result
 	switch {
 	case g.IsLeader():
 		res, err = g.Apply(ctx, data)
@@ -119,7 +119,7 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(fsm.EncodeResult(nil, res))
+	_, _ = w.Write(codec.EncodeResult(nil, res))
 }
 
 // readable reports whether this node's replica of g may answer a read now
@@ -240,7 +240,7 @@ func newRPCClient(d *transport.Dialer, limit int64) *rpcClient {
 	return &rpcClient{transport.NewClient(d, limit, rpcCodes)}
 }
 
-func (c *rpcClient) apply(ctx context.Context, addr string, gid uint64, cmd []byte, forward bool) (*fsm.Result, error) {
+func (c *rpcClient) apply(ctx context.Context, addr string, gid uint64, cmd []byte, forward bool) (*codec.Result, error) {
 	var hdr http.Header
 	if forward {
 		hdr = http.Header{transport.HeaderForward: {"1"}}
@@ -256,7 +256,7 @@ func (c *rpcClient) apply(ctx context.Context, addr string, gid uint64, cmd []by
 		}
 		return nil, fmt.Errorf("%w: forwarding to %s failed: %v", region.ErrIndeterminate, addr, err)
 	}
-	res, err := fsm.DecodeResult(data)
+	res, err := codec.DecodeResult(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode result from %s: %w", addr, err)
 	}

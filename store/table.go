@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/catalog"
@@ -57,7 +57,7 @@ func (r *Router) casTable(ctx context.Context, expect uint64, t partition.Table)
 	if err != nil {
 		return 0, fmt.Errorf("encode partition table: %w", err)
 	}
-	res, err := r.Apply(ctx, controlGroup, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: tableKey, MetaVersion: expect, MetaValue: raw})
+	res, err := r.Apply(ctx, controlGroup, &codec.Command{Op: codec.OpSetMeta, MetaKey: tableKey, MetaVersion: expect, MetaValue: raw})
 	if err != nil {
 		return 0, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -24,8 +24,8 @@ var ErrBadCommand = errors.New("malformed command")
 // decode would halt every replica of the group that applies it
 // (fsm.Halted). Commands over stageAbove travel staged (stage.go), entry
 // commands are batched (batch.go).
-func (g *Group) Apply(ctx context.Context, data []byte) (*fsm.Result, error) {
-	op, err := fsm.CheckCommand(data)
+func (g *Group) Apply(ctx context.Context, data []byte) (*codec.Result, error) {
+	op, err := codec.CheckCommand(data)
 	if err != nil {
 		return nil, fmt.Errorf("group %d: %w: refused before it entered the log: %v", g.id, ErrBadCommand, err)
 	}
@@ -53,7 +53,7 @@ func (g *Group) Apply(ctx context.Context, data []byte) (*fsm.Result, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %v while the entry was being committed", region.ErrIndeterminate, ctx.Err())
 	}
-	res, ok := f.Response().(*fsm.Result)
+	res, ok := f.Response().(*codec.Result)
 	if !ok {
 		return nil, fmt.Errorf("group %d: unexpected state machine response %T", g.id, f.Response())
 	}

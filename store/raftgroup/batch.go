@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -41,7 +41,7 @@ type pendingApply struct {
 }
 
 type applyOutcome struct {
-	res *fsm.Result
+	res *codec.Result
 	err error
 }
 
@@ -51,7 +51,7 @@ func newBatcher(g *Group) *batcher { return &batcher{g: g} }
 // command still queued when ctx ends is taken out of the queue and never
 // sent: the caller is told so (a definite "not applied"); only one already
 // handed to Raft has an unknown outcome.
-func (b *batcher) apply(ctx context.Context, data []byte) (*fsm.Result, error) {
+func (b *batcher) apply(ctx context.Context, data []byte) (*codec.Result, error) {
 	p := &pendingApply{ctx: ctx, data: data, done: make(chan applyOutcome, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
@@ -159,7 +159,7 @@ func enqueueTimeout(batch []*pendingApply) time.Duration {
 func (b *batcher) commit(batch []*pendingApply) {
 	data := batch[0].data
 	if len(batch) > 1 {
-		cmd := fsm.Command{Op: fsm.OpBatch, Batch: make([][]byte, len(batch))}
+		cmd := codec.Command{Op: codec.OpBatch, Batch: make([][]byte, len(batch))}
 		for i, p := range batch {
 			cmd.Batch[i] = p.data
 		}
@@ -173,7 +173,7 @@ func (b *batcher) commit(batch []*pendingApply) {
 			out = append(out, applyOutcome{err: err})
 		}
 	} else {
-		res, ok := f.Response().(*fsm.Result)
+		res, ok := f.Response().(*codec.Result)
 		switch {
 		case !ok:
 			err := fmt.Errorf("group %d: unexpected state machine response %T", b.g.id, f.Response())

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -25,7 +26,7 @@ const stageAbove = 4 * fsm.StageChunkBytes
 // a second one would replace the first one's chunks. If the commit is
 // known not to have been appended, the chunks are dropped again (best
 // effort: the state machine also forgets them on its own).
-func (g *Group) applyStaged(ctx context.Context, data []byte, timeout time.Duration) (*fsm.Result, error) {
+func (g *Group) applyStaged(ctx context.Context, data []byte, timeout time.Duration) (*codec.Result, error) {
 	select {
 	case g.staging <- struct{}{}:
 	case <-ctx.Done():
@@ -52,7 +53,7 @@ func (g *Group) applyStaged(ctx context.Context, data []byte, timeout time.Durat
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %v while the entry was being committed", region.ErrIndeterminate, ctx.Err())
 	}
-	res, ok := commit.Response().(*fsm.Result)
+	res, ok := commit.Response().(*codec.Result)
 	if !ok {
 		return nil, fmt.Errorf("group %d: unexpected state machine response %T", g.id, commit.Response())
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/catalog"
@@ -22,7 +22,7 @@ import (
 // definitions into its local state machines on every round of its
 // partition loop and before every query. A state machine builds an index
 // over a large region in the background, without stopping writes
-// (fsm/indexbuild.go); until it is installed, queries on that replica scan
+// (package fsm/indexset); until it is installed, queries on that replica scan
 // the region, which gives the same rows, only slower.
 
 // CreateIndex defines an index on a region: 201 semantics. The region
@@ -49,7 +49,7 @@ func (r *API) CreateIndex(ctx context.Context, regionName string, def region.Ind
 	}
 	key := catalog.IndexKey(regionName, def.Name)
 	for {
-		res, err := r.groups.Apply(ctx, controlGroup, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: key, MetaValue: raw})
+		res, err := r.groups.Apply(ctx, controlGroup, &codec.Command{Op: codec.OpSetMeta, MetaKey: key, MetaValue: raw})
 		if err == nil {
 			r.groups.AwaitIndexes(ctx, res.Version)
 			return nil
@@ -126,7 +126,7 @@ func (r *API) dropIndexes(ctx context.Context, regionName string) error {
 		return err
 	}
 	for _, e := range f.MetaList(catalog.RegionIndexPrefix(regionName)) {
-		_, err := r.groups.Apply(ctx, controlGroup, &fsm.Command{Op: fsm.OpSetMeta, MetaKey: e.Key, MetaVersion: e.Version})
+		_, err := r.groups.Apply(ctx, controlGroup, &codec.Command{Op: codec.OpSetMeta, MetaKey: e.Key, MetaVersion: e.Version})
 		if err != nil && !errors.Is(err, region.ErrVersionConflict) && !errors.Is(err, region.ErrKeyNotFound) {
 			return fmt.Errorf("drop index %s: %w", e.Key, err)
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -87,7 +87,7 @@ func (r *API) ClearLocal(ctx context.Context, name string, groups []uint64) erro
 		return r.Clear(ctx, name)
 	}
 	errs := Parallel(groups, func(_ int, gid uint64) error {
-		_, err := r.groups.Apply(ctx, gid, &fsm.Command{Op: fsm.OpClearPart, Region: name, RegionID: ref.ID})
+		_, err := r.groups.Apply(ctx, gid, &codec.Command{Op: codec.OpClearPart, Region: name, RegionID: ref.ID})
 		return err
 	})
 	return FirstError(errs)

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/catalog"
@@ -22,7 +23,7 @@ type Groups interface {
 	// Apply replicates cmd through group gid (forwarded to its leader
 	// from any member) and returns the state machine's result; a refusal
 	// the state machine decided comes back as the error, with the result.
-	Apply(ctx context.Context, gid uint64, cmd *fsm.Command) (*fsm.Result, error)
+	Apply(ctx context.Context, gid uint64, cmd *codec.Command) (*codec.Result, error)
 	// Control is this member's copy of the control group's state machine,
 	// once a read at consistency c may be served from it.
 	Control(ctx context.Context, c region.Consistency) (*fsm.FSM, error)

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
 
 // Remove deletes key and returns the value it deleted, nil when there was
 // none. It is atomic: it reads the value, then deletes the key only if it
-// still holds exactly that value (fsm.OpDeleteIf). When a write came in
+// still holds exactly that value (codec.OpDeleteIf). When a write came in
 // between, the refusal carries the newer value and the delete is tried
 // against that one; when a delete came in between, the key is absent and
 // the answer is nil. So the value returned is always the one removed, and
@@ -48,10 +48,10 @@ func (r *API) Remove(ctx context.Context, name, key string) (json.RawMessage, er
 	return nil, nil
 }
 
-// deleteIf deletes e.Key if it holds exactly e.Value (see fsm.OpDeleteIf).
+// deleteIf deletes e.Key if it holds exactly e.Value (see codec.OpDeleteIf).
 func (r *API) deleteIf(ctx context.Context, name string, e region.Entry) error {
 	_, err := withRegion(ctx, r.parts, name, region.Linearizable, func(ref Ref) (none, error) {
-		gid, cmd := controlGroup, &fsm.Command{Op: fsm.OpDeleteIf, Region: name, Entries: []region.Entry{e}}
+		gid, cmd := controlGroup, &codec.Command{Op: codec.OpDeleteIf, Region: name, Entries: []region.Entry{e}}
 		if ref.Kind == region.Partition {
 			p, err := r.groups.PartitionCount(ctx)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
@@ -285,7 +286,7 @@ func AllGroups(p int) []uint64 {
 
 // applySplit sends one command per partition group holding some of keys,
 // built by mk from the indexes of that group's keys, in parallel.
-func (pt *Parts) applySplit(ctx context.Context, keys []string, mk func(idx []int) *fsm.Command) error {
+func (pt *Parts) applySplit(ctx context.Context, keys []string, mk func(idx []int) *codec.Command) error {
 	p, err := pt.groups.PartitionCount(ctx)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package fsm
+package codec
 
 import (
 	"encoding/binary"
@@ -16,7 +16,8 @@ const (
 	resultVersion = 2
 )
 
-// Result is what Apply returns (as *Result) for every LogCommand entry.
+// Result is what the state machine's Apply returns (as *Result) for every
+// LogCommand entry.
 type Result struct {
 	Key string // OpPutIfAbsent: the key that was written or found (generated when the command had none)
 	// Version is OpSetMeta's new version on success, the current one on a

@@ -1,4 +1,4 @@
-package fsm
+package codec
 
 import "strconv"
 
@@ -20,14 +20,14 @@ const (
 	OpBatch         Op = 10 // Batch: encoded entry commands (put .. delete) applied in order as one entry
 	OpClearPart     Op = 11 // Region, RegionID (non-zero): remove every entry of a partition group's part of the region
 	OpDeleteIf      Op = 12 // Region, RegionID (0 in group 0), Entries (1..n): delete every key whose current value is exactly Value (byte for byte); every key must exist and match, else nothing changes
-	OpStage         Op = 13 // StageID, StageSeq, StageData: one chunk of a large command (see stage.go)
+	OpStage         Op = 13 // StageID, StageSeq, StageData: one chunk of a large command (see fsm's stage.go)
 	OpCommitStaged  Op = 14 // StageID, StageSeq (chunk count), StageSize, StageSum: apply the command the staged chunks make up
 	OpDropStaged    Op = 15 // StageID: forget an unfinished staged command
 )
 
-// maxOp is the highest Op this build knows; the dispatch table has one slot
-// per value up to it.
-const maxOp = OpDropStaged
+// MaxOp is the highest Op this build knows: a dispatch table indexed by Op
+// (the state machine's) needs one slot per value up to it.
+const MaxOp = OpDropStaged
 
 // String returns the operation's name as it appears in error messages and in
 // the golden file names (testdata/golden/<name>.bin).
@@ -68,13 +68,13 @@ func (o Op) String() string {
 }
 
 // known reports whether this build can decode and apply o.
-func (o Op) known() bool { return o >= OpCreateRegion && o <= maxOp }
+func (o Op) known() bool { return o >= OpCreateRegion && o <= MaxOp }
 
 // Batchable reports whether o may be a sub-command of OpBatch: entry
 // commands only. Region and metadata commands use the log index as an ID or
 // version, which the sub-commands of a batch share.
 func (o Op) Batchable() bool { return o >= OpPut && o <= OpDelete }
 
-// staging reports whether o is one of the ops that carry a large command in
-// chunks (stage.go).
-func (o Op) staging() bool { return o == OpStage || o == OpCommitStaged || o == OpDropStaged }
+// Staging reports whether o is one of the ops that carry a large command in
+// chunks (package fsm's stage.go has the protocol).
+func (o Op) Staging() bool { return o == OpStage || o == OpCommitStaged || o == OpDropStaged }

@@ -1,4 +1,4 @@
-package fsm
+package codec
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package fsm
+package codec
 
 import (
 	"encoding/binary"
@@ -31,7 +31,7 @@ type Command struct {
 	Pairs   []region.CASPair // OpCAS
 	Keys    []string         // OpDelete
 	// RegionID is non-zero in commands for a partition group: group 0's
-	// ID of the region (the log index of its creation). See DESIGN.md.
+	// ID of the region (the log index of its creation). See fsm/DESIGN.md.
 	RegionID uint64
 	// OpSetMeta: the metadata key, the version it must have now (0: it must
 	// not exist), and the new value (opaque bytes).
@@ -41,7 +41,7 @@ type Command struct {
 	// OpBatch: the encoded sub-commands, each a batchable op. They are
 	// decoded when applied; DecodeCommand checks their structure.
 	Batch [][]byte
-	// OpStage, OpCommitStaged, OpDropStaged (stage.go): the staged
+	// OpStage, OpCommitStaged, OpDropStaged (fsm's stage.go): the staged
 	// command's ID; the chunk's number (OpStage) or the number of chunks
 	// (OpCommitStaged); the chunk; the whole command's size and CRC-32C.
 	StageID   uint64
@@ -53,7 +53,7 @@ type Command struct {
 
 // version is the format version Encode writes for c.
 func (c *Command) version() byte {
-	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch || c.Op == OpClearPart || c.Op == OpDeleteIf || c.Op.staging() {
+	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch || c.Op == OpClearPart || c.Op == OpDeleteIf || c.Op.Staging() {
 		return commandV2
 	}
 	return commandV1
@@ -154,16 +154,26 @@ func v2Only(op Op) bool { return op == OpClearPart || op == OpDeleteIf }
 // Decoding is structural and strict (unknown version or op, truncation,
 // trailing bytes, impossible counts and non-minimal varints are errors).
 // Whether a well-formed command makes sense (entry counts, empty keys,
-// region kinds) is decided by Apply, which refuses it deterministically.
+// region kinds) is decided by the state machine's Apply, which refuses it
+// deterministically.
 func DecodeCommand(b []byte) (Command, error) {
 	return decodeCommand(decoder{buf: b})
+}
+
+// DecodeCommandNoCopy is DecodeCommand for a buffer the caller owns alone
+// and never changes afterwards: the values of the result (and a batch's
+// sub-commands) alias b instead of being copied. The state machine uses it
+// for a staged command it has just reassembled from its chunks, which
+// nothing else holds, so copying every value again would only cost time.
+func DecodeCommandNoCopy(b []byte) (Command, error) {
+	return decodeCommand(decoder{buf: b, alias: true})
 }
 
 // CheckCommand reports whether b is a command this build can decode, and
 // its op, without copying its values. Every command is checked before it is
 // appended to a Raft log, whichever node or path it came from: a command
 // that does not decode would stop every replica of the group when it is
-// applied (see Halted), so it must never enter a log.
+// applied (see fsm.FSM.Halted), so it must never enter a log.
 func CheckCommand(b []byte) (Op, error) {
 	c, err := decodeCommand(decoder{buf: b, alias: true})
 	if err != nil {
@@ -217,7 +227,7 @@ func decodeCommand(d decoder) (Command, error) {
 		}
 		return c, nil
 	}
-	if op.staging() {
+	if op.Staging() {
 		if d.err == nil && v != commandV2 {
 			return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV2)
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kvnode/kvnode/store/datadir"
 )
 
 // openStore runs New on dir as node name, closing the store at the end of
@@ -53,14 +55,14 @@ func readTestFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// wantRefused checks that opening dir fails with ErrDamagedState, naming
+// wantRefused checks that opening dir fails with datadir.ErrDamaged, naming
 // file and saying what, and leaves file as it was.
 func wantRefused(t *testing.T, dir, file, what string) {
 	t.Helper()
 	before, beforeErr := os.ReadFile(file)
 	_, err := openStore(t, dir, "a")
-	if !errors.Is(err, ErrDamagedState) {
-		t.Fatalf("New = %v, want ErrDamagedState", err)
+	if !errors.Is(err, datadir.ErrDamaged) {
+		t.Fatalf("New = %v, want datadir.ErrDamaged", err)
 	}
 	if !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), what) {
 		t.Fatalf("New = %q, want an error naming %s and saying %q", err, file, what)
@@ -90,9 +92,9 @@ func TestDamagedNodeName(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, nodeNameFile)
+			path := filepath.Join(dir, datadir.NodeNameFile)
 			if tc.missing {
-				if err := os.MkdirAll(filepath.Join(dir, raftDirName, "g0"), 0o750); err != nil {
+				if err := os.MkdirAll(filepath.Join(dir, datadir.RaftDir, "g0"), 0o750); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -108,12 +110,12 @@ func TestDamagedNodeName(t *testing.T) {
 func TestNodeNameLeftovers(t *testing.T) {
 	t.Run("new data dir", func(t *testing.T) {
 		dir := t.TempDir()
-		tmp := filepath.Join(dir, nodeNameFile+".tmp")
+		tmp := filepath.Join(dir, datadir.NodeNameFile+".tmp")
 		writeTestFile(t, tmp, "b\n")
 		if _, err := openStore(t, dir, "a"); err != nil {
 			t.Fatalf("New on a data dir with only %s: %v", tmp, err)
 		}
-		if got := readTestFile(t, filepath.Join(dir, nodeNameFile)); got != "a\n" {
+		if got := readTestFile(t, filepath.Join(dir, datadir.NodeNameFile)); got != "a\n" {
 			t.Fatalf("node-name = %q, want %q", got, "a\n")
 		}
 		if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
@@ -122,13 +124,13 @@ func TestNodeNameLeftovers(t *testing.T) {
 	})
 	t.Run("claimed data dir", func(t *testing.T) {
 		dir := t.TempDir()
-		writeTestFile(t, filepath.Join(dir, nodeNameFile), "a\n")
-		tmp := filepath.Join(dir, nodeNameFile+".tmp")
+		writeTestFile(t, filepath.Join(dir, datadir.NodeNameFile), "a\n")
+		tmp := filepath.Join(dir, datadir.NodeNameFile+".tmp")
 		writeTestFile(t, tmp, "")
 		if _, err := openStore(t, dir, "a"); err != nil {
 			t.Fatalf("New with a leftover %s: %v", tmp, err)
 		}
-		if got := readTestFile(t, filepath.Join(dir, nodeNameFile)); got != "a\n" {
+		if got := readTestFile(t, filepath.Join(dir, datadir.NodeNameFile)); got != "a\n" {
 			t.Fatalf("node-name = %q, want %q", got, "a\n")
 		}
 		if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
@@ -172,8 +174,8 @@ func TestDamagedGroupInfo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := claimedDataDir(t)
-			gdir := filepath.Join(dir, raftDirName, "g3")
-			path := filepath.Join(gdir, groupInfoFile)
+			gdir := filepath.Join(dir, datadir.RaftDir, "g3")
+			path := filepath.Join(gdir, datadir.GroupInfoFile)
 			if tc.missing {
 				writeTestFile(t, filepath.Join(gdir, "raft.db"), "")
 			} else {
@@ -190,9 +192,9 @@ func TestDamagedGroupInfo(t *testing.T) {
 // group is not opened until the partition table asks.
 func TestGroupDirLeftovers(t *testing.T) {
 	dir := claimedDataDir(t)
-	gdir := filepath.Join(dir, raftDirName, "g3")
-	writeTestFile(t, filepath.Join(gdir, groupInfoFile+".tmp"), `{"id":3,"part`)
-	dropped := filepath.Join(dir, raftDirName, "g2"+droppedSuffix)
+	gdir := filepath.Join(dir, datadir.RaftDir, "g3")
+	writeTestFile(t, filepath.Join(gdir, datadir.GroupInfoFile+".tmp"), `{"id":3,"part`)
+	dropped := filepath.Join(dir, datadir.RaftDir, "g2"+datadir.DroppedSuffix)
 	writeTestFile(t, filepath.Join(dropped, "raft.db"), "old")
 	s, err := openStore(t, dir, "a")
 	if err != nil {
@@ -201,7 +203,7 @@ func TestGroupDirLeftovers(t *testing.T) {
 	if g := s.groups.get(3); g != nil {
 		t.Error("group 3, whose creation was cut short, was opened at start")
 	}
-	for _, gone := range []string{filepath.Join(gdir, groupInfoFile+".tmp"), filepath.Join(gdir, groupInfoFile), dropped} {
+	for _, gone := range []string{filepath.Join(gdir, datadir.GroupInfoFile+".tmp"), filepath.Join(gdir, datadir.GroupInfoFile), dropped} {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s exists (%v), want it absent", gone, err)
 		}
@@ -222,11 +224,11 @@ func TestDropPartitionDeletesItsDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	gdir := s.groups.dir(3)
-	if got := readTestFile(t, filepath.Join(gdir, groupInfoFile)); got != `{"id":3,"partitions":4}` {
+	if got := readTestFile(t, filepath.Join(gdir, datadir.GroupInfoFile)); got != `{"id":3,"partitions":4}` {
 		t.Fatalf("group.json = %s, want {\"id\":3,\"partitions\":4}", got)
 	}
 	s.groups.drop(g)
-	for _, gone := range []string{gdir, gdir + droppedSuffix} {
+	for _, gone := range []string{gdir, gdir + datadir.DroppedSuffix} {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s exists (%v) after the drop, want it deleted", gone, err)
 		}

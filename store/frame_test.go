@@ -210,10 +210,10 @@ func TestLargeRemoteAnswersAreRefusedWhole(t *testing.T) {
 	waitfor.Cond(t, 30*time.Second, "a node that does not host group 1, and placement settled", func() bool {
 		outsider = nil
 		for _, n := range tc.running() {
-			if tbl, _, ok := n.router.table(); !ok || len(tbl.Groups) != 4 {
+			if tbl, _, ok := n.router.view.get(); !ok || len(tbl.Groups) != 4 {
 				return false
 			}
-			if n.groups.get(gid) == nil && n.router.localFor(gid) == nil {
+			if n.groups.get(gid) == nil && n.router.view.localFor(gid) == nil {
 				outsider = n
 			}
 		}

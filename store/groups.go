@@ -2,38 +2,20 @@ package store
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/durable"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/datadir"
 	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
-
-const (
-	// groupDirPrefix names partition group dirs: raft/g<id>.
-	groupDirPrefix = "g"
-	// groupInfoFile records, in a group's dir, the cluster's P, which the
-	// group's state machine needs (to generate keys that hash to the group)
-	// before the partition table can be read after a restart.
-	groupInfoFile = "group.json"
-)
-
-type groupInfo struct {
-	ID         uint64 `json:"id"`
-	Partitions int    `json:"partitions"`
-}
 
 // groupSet is the Raft groups open on this node and their directories:
 // it opens the control group at start, reopens the partition groups the
@@ -56,7 +38,7 @@ type groupSet struct {
 
 // dir is group gid's directory: raft/g<id>.
 func (gs *groupSet) dir(gid uint64) string {
-	return filepath.Join(gs.dataDir, raftDirName, groupDirPrefix+strconv.FormatUint(gid, 10))
+	return datadir.GroupDir(gs.dataDir, gid)
 }
 
 // control is the control group, nil once closed.
@@ -142,18 +124,14 @@ func (gs *groupSet) openPartition(gid uint64, p int) (*raftgroup.Group, error) {
 	if err := durable.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("partition group %d: %w", gid, err)
 	}
-	info, found, err := readGroupInfo(dir, gid)
+	info, found, err := datadir.ReadGroupInfo(dir, gid)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		info = groupInfo{ID: gid, Partitions: p}
-		data, err := json.Marshal(info)
-		if err != nil {
-			return nil, fmt.Errorf("partition group %d: %w", gid, err)
-		}
-		if err := durable.WriteFile(filepath.Join(dir, groupInfoFile), data, 0o640); err != nil {
-			return nil, fmt.Errorf("partition group %d: %w", gid, err)
+		info = datadir.GroupInfo{ID: gid, Partitions: p}
+		if err := datadir.WriteGroupInfo(dir, info); err != nil {
+			return nil, err
 		}
 	}
 	g, err := gs.open(gid, dir, fsm.Options{KeyFilter: func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }})
@@ -167,36 +145,24 @@ func (gs *groupSet) openPartition(gid uint64, p int) (*raftgroup.Group, error) {
 // openExisting reopens, at start, every partition group that has
 // a dir: the node hosted it before and may still be a member, whatever
 // group 0 (which catches up only once it has a leader) says yet. A damaged
-// group.json stops the start (readGroupInfo); an empty group dir, whose
+// group.json stops the start (datadir.ReadGroupInfo); an empty group dir, whose
 // creation a crash cut short, waits for the table to open it; the remains
 // of a deletion a crash cut short are deleted.
 func (gs *groupSet) openExisting() error {
-	raftDir := filepath.Join(gs.dataDir, raftDirName)
-	entries, err := os.ReadDir(raftDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	gids, removed, err := datadir.PartitionDirs(gs.dataDir)
+	for _, dir := range removed {
+		gs.logger.Info("deleted the rest of a dropped partition group", "dir", dir)
+	}
+	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), groupDirPrefix) {
-			continue
-		}
-		if strings.HasSuffix(e.Name(), droppedSuffix) {
-			if err := os.RemoveAll(filepath.Join(raftDir, e.Name())); err != nil {
-				return fmt.Errorf("delete the dropped partition group dir %s: %w", e.Name(), err)
-			}
-			gs.logger.Info("deleted the rest of a dropped partition group", "dir", e.Name())
-			continue
-		}
-		gid, err := strconv.ParseUint(strings.TrimPrefix(e.Name(), groupDirPrefix), 10, 64)
-		if err != nil || gid == controlGroup {
-			continue
-		}
-		info, found, err := readGroupInfo(gs.dir(gid), gid)
+	for _, gid := range gids {
+		info, found, err := datadir.ReadGroupInfo(gs.dir(gid), gid)
 		if err != nil {
 			return err
 		}
 		if !found {
-			gs.logger.Info("an empty partition group dir: its creation was cut short; the partition table reopens it if this node hosts the group", "dir", e.Name())
+			gs.logger.Info("an empty partition group dir: its creation was cut short; the partition table reopens it if this node hosts the group", "dir", gs.dir(gid))
 			continue
 		}
 		if _, err := gs.openPartition(gid, info.Partitions); err != nil {
@@ -219,18 +185,7 @@ func (gs *groupSet) drop(g *raftgroup.Group) {
 	if err := g.Close(); err != nil {
 		gs.logger.Warn("closing a dropped partition group", "group", g.ID(), "error", err)
 	}
-	// Rename, then delete: a crash in the middle of the deletion must not
-	// leave a group dir with some of its files (group.json, say) gone.
-	dir := gs.dir(g.ID())
-	dropped := dir + droppedSuffix
-	if err := os.RemoveAll(dropped); err != nil {
-		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
-	}
-	if err := os.Rename(dir, dropped); err != nil {
-		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
-	} else if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
-		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
-	} else if err := os.RemoveAll(dropped); err != nil {
+	if err := datadir.Drop(gs.dir(g.ID())); err != nil {
 		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)
 	}
 	gs.logger.Info("partition group dropped: it moved to other members", "group", g.ID())

@@ -23,7 +23,7 @@ func (h host) OpenPartition(gid uint64, p int) (*raftgroup.Group, error) {
 	return h.s.groups.openPartition(gid, p)
 }
 
-func (h host) Table() (partition.Table, uint64, bool) { return h.s.router.table() }
+func (h host) Table() (partition.Table, uint64, bool) { return h.s.router.view.get() }
 
 func (h host) CASTable(ctx context.Context, expect uint64, t partition.Table) (uint64, error) {
 	return h.s.router.casTable(ctx, expect, t)

@@ -24,7 +24,7 @@ const maxLagToPromote = 256
 // member's, whose progress says nothing about this one's.
 func (s *Store) caughtUp(g *raftgroup.Group, srv raft.Server) bool {
 	addr, _ := transport.SplitRaftAddr(srv.Address)
-	if live, ok := s.router.internalAddrs()[string(srv.ID)]; ok {
+	if live, ok := s.router.view.internalAddrs()[string(srv.ID)]; ok {
 		addr = live
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -32,7 +32,7 @@ func (s *Store) HandleRPC(pattern string, h http.Handler) {
 // CallMember POSTs body to path on a live member's internal port, with the
 // caller's deadline, and returns the answer of a 200.
 func (s *Store) CallMember(ctx context.Context, member, path string, body []byte) ([]byte, error) {
-	addr, ok := s.router.internalAddrs()[member]
+	addr, ok := s.router.view.internalAddrs()[member]
 	if !ok {
 		return nil, fmt.Errorf("member %s: %w: not alive in gossip", member, transport.ErrUnreachable)
 	}
@@ -46,7 +46,7 @@ func (s *Store) PartitionLeaders(ctx context.Context) (int, map[uint64]string, e
 	if err != nil {
 		return 0, nil, err
 	}
-	t, _, ok := s.router.table()
+	t, _, ok := s.router.view.get()
 	if !ok {
 		return 0, nil, errNoTable
 	}

@@ -38,7 +38,7 @@ func (s *Store) Partitions(ctx context.Context) (PartitionTable, error) {
 	if _, err := s.router.controlRead(ctx, region.Linearizable); err != nil {
 		return PartitionTable{}, err
 	}
-	t, _, ok := s.router.table()
+	t, _, ok := s.router.view.get()
 	if !ok {
 		return PartitionTable{}, errNoTable
 	}
@@ -80,7 +80,7 @@ func (s *Store) groupLeaders(ctx context.Context, t partition.Table) map[uint64]
 			hosts[m] = true
 		}
 	}
-	addrs := s.router.internalAddrs()
+	addrs := s.router.view.internalAddrs()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

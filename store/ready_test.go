@@ -22,7 +22,7 @@ func TestReadyMeansEveryPlacedGroupIsLed(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	tbl, _, ok := n.router.table()
+	tbl, _, ok := n.router.view.get()
 	if !ok {
 		t.Fatal("ready before the partition table was written")
 	}
@@ -30,7 +30,7 @@ func TestReadyMeansEveryPlacedGroupIsLed(t *testing.T) {
 		if !slices.Contains(pg.Members, n.name) {
 			continue
 		}
-		g := n.router.localFor(uint64(i) + 1)
+		g := n.router.view.localFor(uint64(i) + 1)
 		if g == nil {
 			t.Fatalf("ready while partition group %d, placed here, is not open", i+1)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
@@ -29,8 +28,7 @@ type Router struct {
 	client *rpcClient
 	rpc    *rpcServer
 	stop   <-chan struct{}
-	// tableCache holds the decoded partition table (see table).
-	tableCache atomic.Pointer[cachedTable]
+	view   *tableView
 }
 
 // Control returns this node's copy of the control group's state machine
@@ -107,21 +105,21 @@ func (r *Router) Apply(ctx context.Context, gid uint64, cmd *codec.Command) (*co
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if err := r.pause(ctx, r.localFor(gid), attempt, since, last); err != nil {
+		if err := r.pause(ctx, r.view.localFor(gid), attempt, since, last); err != nil {
 			return nil, fmt.Errorf("%v on region %q: %w", cmd.Op, cmd.Region, err)
 		}
 	}
 }
 
 func (r *Router) applyOnce(ctx context.Context, gid uint64, attempt int, data []byte) (*codec.Result, error) {
-	g := r.localFor(gid)
+	g := r.view.localFor(gid)
 	if g != nil && gid == controlGroup {
 		if err := g.Halted(); err != nil {
 			return nil, err
 		}
 	}
 	if g == nil {
-		addr, err := r.hostFor(gid, attempt)
+		addr, err := r.view.hostFor(gid, attempt)
 		if err != nil {
 			return nil, err
 		}

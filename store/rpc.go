@@ -129,7 +129,7 @@ func (r *rpcServer) readable(ctx context.Context, w http.ResponseWriter, g *raft
 	if stale {
 		c = region.Stale
 	}
-	if r.s.router.localFor(g.ID()) == nil {
+	if r.s.router.view.localFor(g.ID()) == nil {
 		rpcCodes.WriteError(w, fmt.Errorf("group %d on %s is moving away: %w", g.ID(), r.s.name, errNotHosted))
 		return false
 	}

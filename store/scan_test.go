@@ -69,7 +69,7 @@ func remoteClusterRF(t *testing.T, rf int) *testCluster {
 		for _, n := range tc.running() {
 			remote := 0
 			for _, gid := range regions.AllGroups(4) {
-				if n.router.localFor(gid) == nil {
+				if n.router.view.localFor(gid) == nil {
 					remote++
 				}
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/datadir"
 	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/reconcile"
 	"github.com/kvnode/kvnode/store/transport"
@@ -186,7 +187,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxFrameBytes < 1<<20 || cfg.MaxFrameBytes > transport.FrameLimit(transport.MaxBodyBytes) {
 		return nil, fmt.Errorf("store: frame limit %d bytes: must be between 1 MiB and %d bytes (request bodies of at most %d bytes)", cfg.MaxFrameBytes, transport.FrameLimit(transport.MaxBodyBytes), transport.MaxBodyBytes)
 	}
-	if err := claimDataDir(cfg.DataDir, cfg.NodeName); err != nil {
+	if err := datadir.Claim(cfg.DataDir, cfg.NodeName); err != nil {
 		return nil, err
 	}
 	s := &Store{
@@ -213,6 +214,7 @@ func New(cfg Config) (*Store, error) {
 		m:       map[uint64]*raftgroup.Group{},
 	}
 	s.router.groups = s.groups
+	s.router.view = &tableView{groups: s.groups, members: cfg.Members, self: cfg.NodeName, logger: cfg.Logger}
 	s.reconciler = reconcile.New(reconcile.Config{
 		Self:              cfg.NodeName,
 		Advertise:         cfg.Advertise,
@@ -404,7 +406,7 @@ func (s *Store) Ready(ctx context.Context) error {
 	// Every partition group the table places here must be open and led:
 	// a node that reported ready before its groups existed turned unready
 	// again while they bootstrapped (a readiness probe flapping at start).
-	t, _, ok := s.router.table()
+	t, _, ok := s.router.view.get()
 	if !ok {
 		return fmt.Errorf("%w: the partition table is not written yet", region.ErrNoLeader)
 	}
@@ -413,7 +415,7 @@ func (s *Store) Ready(ctx context.Context) error {
 		if !slices.Contains(pg.Members, s.name) {
 			continue
 		}
-		g := s.router.localFor(gid)
+		g := s.router.view.localFor(gid)
 		if g == nil || !g.HasState() {
 			return fmt.Errorf("%w: partition group %d, placed here, is not open yet", region.ErrNoLeader, gid)
 		}

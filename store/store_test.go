@@ -309,19 +309,6 @@ func TestNoLeaderAnswersUnavailable(t *testing.T) {
 	}
 }
 
-func TestDataDirBelongsToOneName(t *testing.T) {
-	dir := t.TempDir()
-	if err := claimDataDir(dir, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := claimDataDir(dir, "a"); err != nil {
-		t.Fatalf("same name again: %v", err)
-	}
-	if err := claimDataDir(dir, "b"); err == nil {
-		t.Fatalf("claiming a's data dir as b succeeded, want an error")
-	}
-}
-
 func TestVoterTarget(t *testing.T) {
 	for n, want := range map[int]int{0: 1, 1: 1, 2: 2, 3: 3, 4: 3, 5: 5, 9: 5} {
 		if got := placement.VoterTarget(n); got != want {

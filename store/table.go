@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/cluster"
@@ -17,12 +19,25 @@ import (
 // tableKey is where the partition table lives among group 0's metadata.
 const tableKey = catalog.TableKey
 
-// table returns the partition table as this node's copy of group 0 has it,
+// tableView is the partition table as this node's copy of the control
+// group has it, and what follows from it: where a group is hosted, and
+// whether this node's replica of a group may serve. It reads, never
+// writes (Router.casTable does).
+type tableView struct {
+	groups  *groupSet
+	members Membership
+	self    string
+	logger  *slog.Logger
+	// cache holds the decoded table (see get).
+	cache atomic.Pointer[cachedTable]
+}
+
+// get returns the partition table as this node's copy of group 0 has it,
 // with its version; ok is false before the leader has created it. The
 // decoded table is cached per version (every partitioned operation asks for
 // it): callers must not modify it; Clone it first.
-func (r *Router) table() (t partition.Table, version uint64, ok bool) {
-	g := r.groups.control()
+func (v *tableView) get() (t partition.Table, version uint64, ok bool) {
+	g := v.groups.control()
 	if g == nil {
 		return t, 0, false
 	}
@@ -30,16 +45,16 @@ func (r *Router) table() (t partition.Table, version uint64, ok bool) {
 	if !ok {
 		return t, 0, false
 	}
-	if c := r.tableCache.Load(); c != nil && c.version == version {
+	if c := v.cache.Load(); c != nil && c.version == version {
 		return c.table, version, true
 	}
 	t, err := partition.Decode(raw)
 	if err != nil {
 		// Only our own code writes it, after partition.Encode: corruption.
-		r.logger.Error("partition table in group 0 does not decode", "error", err)
+		v.logger.Error("partition table in group 0 does not decode", "error", err)
 		return t, 0, false
 	}
-	r.tableCache.Store(&cachedTable{version: version, table: t})
+	v.cache.Store(&cachedTable{version: version, table: t})
 	return t, version, true
 }
 
@@ -67,8 +82,8 @@ func (r *Router) casTable(ctx context.Context, expect uint64, t partition.Table)
 // hostFor returns the internal address of a member that hosts group gid,
 // for a node that does not: the table's members in order (the first is the
 // preferred leader, so usually the actual one), rotating with attempt.
-func (r *Router) hostFor(gid uint64, attempt int) (string, error) {
-	t, _, ok := r.table()
+func (v *tableView) hostFor(gid uint64, attempt int) (string, error) {
+	t, _, ok := v.get()
 	if !ok {
 		return "", fmt.Errorf("group %d: %w: no partition table yet", gid, region.ErrNoLeader)
 	}
@@ -76,10 +91,10 @@ func (r *Router) hostFor(gid uint64, attempt int) (string, error) {
 	if !ok || len(pg.Members) == 0 {
 		return "", fmt.Errorf("group %d: %w: no member hosts it", gid, region.ErrNoLeader)
 	}
-	addrs := r.internalAddrs()
+	addrs := v.internalAddrs()
 	for i := range pg.Members {
 		m := pg.Members[(attempt+i)%len(pg.Members)]
-		if addr, ok := addrs[m]; ok && m != r.name {
+		if addr, ok := addrs[m]; ok && m != v.self {
 			return addr, nil
 		}
 	}
@@ -87,9 +102,9 @@ func (r *Router) hostFor(gid uint64, attempt int) (string, error) {
 }
 
 // internalAddrs maps the names of alive members to their internal addresses.
-func (r *Router) internalAddrs() map[string]string {
+func (v *tableView) internalAddrs() map[string]string {
 	out := map[string]string{}
-	for _, m := range r.cfg.Members.Members() {
+	for _, m := range v.members.Members() {
 		if m.Status == cluster.StatusAlive && m.InternalAddr != "" {
 			out[m.Name] = m.InternalAddr
 		}
@@ -102,8 +117,8 @@ func (r *Router) internalAddrs() map[string]string {
 var errNoTable = fmt.Errorf("%w: the partition table is not created yet", region.ErrNoLeader)
 
 // partitionCount is P, from the table; 0 before the table exists.
-func (r *Router) partitionCount() int {
-	t, _, ok := r.table()
+func (v *tableView) partitionCount() int {
+	t, _, ok := v.get()
 	if !ok {
 		return 0
 	}
@@ -117,19 +132,19 @@ func (r *Router) partitionCount() int {
 // so it must not serve reads. A partition replica whose state machine
 // halted is not usable either: the node then acts as one that does not host
 // the group and sends the request to a member that does.
-func (r *Router) localFor(gid uint64) *raftgroup.Group {
-	g := r.groups.get(gid)
+func (v *tableView) localFor(gid uint64) *raftgroup.Group {
+	g := v.groups.get(gid)
 	if g == nil || gid == controlGroup {
 		return g
 	}
 	if g.Halted() != nil {
 		return nil
 	}
-	t, _, ok := r.table()
+	t, _, ok := v.get()
 	if !ok {
 		return g
 	}
-	if pg, ok := t.Group(gid); ok && !slices.Contains(pg.Members, r.name) {
+	if pg, ok := t.Group(gid); ok && !slices.Contains(pg.Members, v.self) {
 		return nil
 	}
 	return g
@@ -141,7 +156,7 @@ func (r *Router) localFor(gid uint64) *raftgroup.Group {
 func (r *Router) PartitionCount(ctx context.Context) (int, error) {
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		if p := r.partitionCount(); p > 0 {
+		if p := r.view.partitionCount(); p > 0 {
 			return p, nil
 		}
 		if since.IsZero() {

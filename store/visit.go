@@ -38,7 +38,7 @@ func retryPart[T any](ctx context.Context, r *Router, gid uint64, what string, o
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if err := r.pause(ctx, r.localFor(gid), attempt, since, last); err != nil {
+		if err := r.pause(ctx, r.view.localFor(gid), attempt, since, last); err != nil {
 			var zero T
 			return zero, fmt.Errorf("%s group %d: %w", what, gid, err)
 		}
@@ -52,7 +52,7 @@ func retryPart[T any](ctx context.Context, r *Router, gid uint64, what string, o
 // again, since a replica opens (or moves away) while the cluster changes.
 func (r *Router) Visit(ctx context.Context, gid uint64, c region.Consistency, what string, local func(*fsm.FSM) error, remote func(addr string) error) error {
 	_, err := retryPart(ctx, r, gid, what, func(attempt int) (struct{}, error) {
-		if g := r.localFor(gid); g != nil {
+		if g := r.view.localFor(gid); g != nil {
 			err := r.localRead(ctx, g, c, catchUpWait)
 			if err == nil {
 				return struct{}{}, local(g.FSM())
@@ -62,7 +62,7 @@ func (r *Router) Visit(ctx context.Context, gid uint64, c region.Consistency, wh
 			}
 			// Behind: another member answers.
 		}
-		addr, err := r.hostFor(gid, attempt)
+		addr, err := r.view.hostFor(gid, attempt)
 		if err != nil {
 			return struct{}{}, err
 		}
@@ -75,7 +75,7 @@ func (r *Router) Visit(ctx context.Context, gid uint64, c region.Consistency, wh
 // read at c may be served from it; an error when the node does not host
 // it (any more) or it is behind.
 func (r *Router) LocalPart(ctx context.Context, gid uint64, c region.Consistency) (*fsm.FSM, error) {
-	g := r.localFor(gid)
+	g := r.view.localFor(gid)
 	if g == nil {
 		return nil, fmt.Errorf("partition group %d is not hosted on %s: %w", gid, r.name, errNotHosted)
 	}
@@ -122,7 +122,7 @@ func (r *Router) Serve(name, what string, h func(ctx context.Context, replica fu
 			return
 		}
 		replica := func(c region.Consistency) (*fsm.FSM, error) {
-			if r.localFor(g.ID()) == nil {
+			if r.view.localFor(g.ID()) == nil {
 				return nil, fmt.Errorf("group %d on %s is moving away: %w", g.ID(), r.name, errNotHosted)
 			}
 			if err := r.localRead(ctx, g, c, catchUpWait); err != nil {

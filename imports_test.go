@@ -153,6 +153,8 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case imp == module+"/node/nodetest":
 				t.Errorf("%s imports node/nodetest; only tests may", r)
+			case imp == module+"/internal/golden" || imp == module+"/fsm/codec/codectest":
+				t.Errorf("%s imports %s; only tests may", r, rel(imp))
 			case (imp == module+"/internal/waitfor" || imp == module+"/internal/logtap") && r != "node/nodetest":
 				t.Errorf("%s imports %s; only tests (and the test harness node/nodetest) may", r, rel(imp))
 			case hasPrefixPkg(imp, module+"/node") && !strings.HasPrefix(r, "cmd/") && !strings.HasPrefix(r, "node/"):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/codec/codectest"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -449,7 +450,7 @@ func TestApplyBatchEqualsSequentialApply(t *testing.T) {
 		if s == nil {
 			continue
 		}
-		checkSameResult(t, b.(*codec.Result), s.(*codec.Result))
+		codectest.CheckSameResult(t, b.(*codec.Result), s.(*codec.Result))
 	}
 	if got, want := dump(t, batch), dump(t, seq); got != want {
 		t.Errorf("batched state:\n%s\nsequential state:\n%s", got, want)

@@ -1,12 +1,11 @@
 package codec
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
 	"testing"
+
+	goldenfile "github.com/kvnode/kvnode/internal/golden"
 
 	"github.com/kvnode/kvnode/region"
 )
@@ -24,29 +23,6 @@ func entries(kv ...string) []region.Entry {
 
 // golden compares got with testdata/golden/name, or rewrites the file when
 // the test runs with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("encoding differs from %s, which pins the on-disk format:\ngot  %x\nwant %x", path, got, want)
-	}
-}
+func golden(t *testing.T, name string, got []byte) { goldenfile.Check(t, name, got, *update) }
 
-func readGolden(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "golden", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func readGolden(t *testing.T, name string) []byte { return goldenfile.Read(t, name) }

@@ -153,7 +153,7 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case imp == module+"/node/nodetest":
 				t.Errorf("%s imports node/nodetest; only tests may", r)
-			case imp == module+"/internal/golden" || imp == module+"/fsm/codec/codectest":
+			case imp == module+"/internal/golden" || imp == module+"/fsm/codec/codectest" || imp == module+"/internal/oqlspec" || imp == module+"/internal/ports":
 				t.Errorf("%s imports %s; only tests may", r, rel(imp))
 			case (imp == module+"/internal/waitfor" || imp == module+"/internal/logtap") && r != "node/nodetest":
 				t.Errorf("%s imports %s; only tests (and the test harness node/nodetest) may", r, rel(imp))

@@ -1,8 +1,3 @@
-// Package oqlspec holds the rows of ../shared/spec/oql.md as test data: a
-// small dataset of orders (missing members, nulls, empty and null item
-// lists) and, per feature, a query and its answer as the REST API writes
-// it. Package oql runs them against the engine (whole and as merged
-// partials), package rest through HTTP on both region kinds.
 package oqlspec
 
 var Data = map[string]map[string]string{

@@ -60,11 +60,13 @@ func (m *memGroups) Apply(_ context.Context, gid uint64, cmd *codec.Command) (*c
 	return res, res.Err
 }
 
-func (m *memGroups) Control(context.Context, region.Consistency) (*fsm.FSM, error) { return m.fsms[0], nil }
-func (m *memGroups) ControlState() (*fsm.FSM, error)                             { return m.fsms[0], nil }
-func (m *memGroups) ControlBarrier(context.Context) error                        { return nil }
-func (m *memGroups) PartitionCount(context.Context) (int, error)                 { return len(m.fsms) - 1, nil }
-func (m *memGroups) Leads(uint64) bool                                           { return true }
+func (m *memGroups) Control(context.Context, region.Consistency) (*fsm.FSM, error) {
+	return m.fsms[0], nil
+}
+func (m *memGroups) ControlState() (*fsm.FSM, error)             { return m.fsms[0], nil }
+func (m *memGroups) ControlBarrier(context.Context) error        { return nil }
+func (m *memGroups) PartitionCount(context.Context) (int, error) { return len(m.fsms) - 1, nil }
+func (m *memGroups) Leads(uint64) bool                           { return true }
 
 func (m *memGroups) Visit(_ context.Context, gid uint64, _ region.Consistency, _ string, local func(*fsm.FSM) error, remote func(string) error) error {
 	if m.elsewhere[gid] {

@@ -7,12 +7,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
+	"github.com/kvnode/kvnode/region"
 )
 
 // deploy PUTs a JavaScript function on node n.
@@ -216,7 +218,11 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 		nodetest.MustCall(t, b, "GET", "/kv/v1/orders/touched-"+name, "", 200)
 	}
 
-	// 100 increments from three nodes at once: exactly 100.
+	// 100 increments from three nodes at once: every acknowledged one
+	// counted exactly once. An increment whose write's outcome is unknown
+	// (an election while its replace was committing: a 503-class "outcome
+	// unknown", which the store never retries) may or may not have
+	// counted; any other failure is a defect.
 	deploy(t, a, "inc", `function execute(ctx) {
 		for (;;) {
 			var cur = ctx.region.get("counter");
@@ -228,13 +234,19 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 		}
 	}`, "", 201)
 	var wg sync.WaitGroup
+	var acked, unknown atomic.Int64
 	errs := make(chan string, 100)
 	for i := 0; i < 100; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := nodetest.Call(t, nodes[i%3], "POST", "/kv/v1/functions/inc?onRegion=orders", "")
-			if r.Status != 200 {
+			switch {
+			case r.Status == 200:
+				acked.Add(1)
+			case strings.Contains(r.Body, region.ErrIndeterminate.Error()):
+				unknown.Add(1)
+			default:
 				errs <- fmt.Sprintf("%d %s", r.Status, r.Body)
 			}
 		}()
@@ -244,8 +256,16 @@ func TestFunctionsOnThreeNodes(t *testing.T) {
 	for e := range errs {
 		t.Errorf("an increment failed: %s", e)
 	}
-	if r := nodetest.MustCall(t, c, "GET", "/kv/v1/orders/counter", "", 200); r.Body != `{"n":100}` {
-		t.Errorf("counter after 100 concurrent increments = %s, want {\"n\":100}", r.Body)
+	r = nodetest.MustCall(t, c, "GET", "/kv/v1/orders/counter", "", 200)
+	var counter struct{ N int64 }
+	if err := json.Unmarshal([]byte(r.Body), &counter); err != nil {
+		t.Fatalf("counter = %s: %v", r.Body, err)
+	}
+	if counter.N < acked.Load() || counter.N > acked.Load()+unknown.Load() {
+		t.Errorf("counter after 100 concurrent increments = %d; %d were acknowledged and %d had an unknown outcome", counter.N, acked.Load(), unknown.Load())
+	}
+	if unknown.Load() > 0 {
+		t.Logf("%d increments had an unknown outcome (an election during the run); the counter is %d, %d acknowledged", unknown.Load(), counter.N, acked.Load())
 	}
 
 	// A query from a script, with bind values. (A returned array is

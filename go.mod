@@ -17,6 +17,7 @@ require (
 	github.com/miekg/dns v1.1.68
 	github.com/tidwall/gjson v1.20.1
 	go.etcd.io/bbolt v1.3.11
+	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/crypto v0.54.0
 	golang.org/x/sys v0.47.0
 )

@@ -89,14 +89,18 @@ func (e *unreachableError) Error() string {
 
 func (e *unreachableError) Unwrap() []error { return e.attempts }
 
-// ExitCode is the process exit code for err, as the constants above say.
+// ExitCode is the process exit code for err, as the constants above say;
+// an error with an ExitCode method chooses its own.
 func ExitCode(err error) int {
 	var api *APIError
 	var usage *usageError
 	var unreachable *unreachableError
+	var coded interface{ ExitCode() int }
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &coded):
+		return coded.ExitCode()
 	case errors.As(err, &api):
 		return statusExitCode(api.Status)
 	case errors.As(err, &usage):

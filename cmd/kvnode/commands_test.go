@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -132,6 +134,20 @@ func TestCommandLineRefusals(t *testing.T) {
 		if err == nil || cli.ExitCode(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("kvnode %s: %v (exit code %d), want exit code %d and %q", strings.Join(tc.args, " "), err, cli.ExitCode(err), tc.code, tc.want)
 		}
+	}
+}
+
+// TestHealthcheckExitsOne: a probe that times out fails with exit code
+// 1, the only failure code Docker's HEALTHCHECK defines.
+func TestHealthcheckExitsOne(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = kvnode(t, "", nil, "healthcheck", "--url", "http://"+ln.Addr().String()+"/readyz", "--timeout", "200ms")
+	if !errors.Is(err, context.DeadlineExceeded) || cli.ExitCode(err) != 1 {
+		t.Errorf("healthcheck of a silent server: %v, exit code %d; want a timeout and 1", err, cli.ExitCode(err))
 	}
 }
 

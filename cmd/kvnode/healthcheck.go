@@ -27,7 +27,10 @@ scheme from KVNODE_TLS_CERT, as the node reads them. Exit code 0 when
 ready, 1 otherwise.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return healthcheck(cmd.Context(), url, timeout, env, cmd.OutOrStdout())
+			if err := healthcheck(cmd.Context(), url, timeout, env, cmd.OutOrStdout()); err != nil {
+				return unhealthy{err}
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&url, "url", "", "URL to probe (default: /readyz of the local node)")
@@ -85,3 +88,11 @@ func localProbeURL(env []string) string {
 	}
 	return scheme + "://" + net.JoinHostPort(host, port) + "/readyz"
 }
+
+// unhealthy is a failed probe: exit code 1 whatever the cause, because
+// Docker's HEALTHCHECK reads 1 as unhealthy and reserves the others.
+type unhealthy struct{ err error }
+
+func (u unhealthy) Error() string { return u.err.Error() }
+func (u unhealthy) Unwrap() error { return u.err }
+func (unhealthy) ExitCode() int   { return 1 }

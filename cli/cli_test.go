@@ -125,7 +125,7 @@ func TestCommands(t *testing.T) {
 		expect(t, run("", "region", "create", "bad name"), cli.ExitBadInput, "")
 		expect(t, run("", "region", "create", "tmp", "-o", "json"), 0, `{"statusCode":"OK","statusMessage":"region tmp created"}`+"\n")
 		expect(t, run("", "region", "list"), 0, "NAME    TYPE\nevents  PARTITION\norders  REPLICATE\ntmp     REPLICATE\n")
-		expect(t, run("", "region", "destroy", "tmp"), 0, "region tmp deleted\n")
+		expect(t, run("", "region", "destroy", "tmp", "-o", "json"), 0, `{"statusCode":"OK","statusMessage":"region tmp deleted"}`+"\n")
 		expect(t, run("", "region", "destroy", "tmp"), cli.ExitNotFound, "")
 		expect(t, run("", "region", "list", "-o", "json"), 0,
 			`{"regions":[{"name":"events","type":"PARTITION"},{"name":"orders","type":"REPLICATE"}]}`+"\n")
@@ -196,6 +196,8 @@ func TestCommands(t *testing.T) {
 		expect(t, run("", "query", "update", "big", "SELECT o.total FROM /orders o WHERE o.total < $1 ORDER BY o.total"), 0, "query big updated\n")
 		expect(t, run("", "query", "run", "big", "-b", "long:6"), 0, "RESULT\n3\n5\n")
 		expect(t, run("", "query", "update", "nothing", "SELECT * FROM /orders o"), cli.ExitNotFound, "")
+		expect(t, run("", "query", "create", "other", "SELECT * FROM /orders o", "-o", "json"), 0, "")
+		expect(t, run("", "query", "delete", "other", "-o", "json"), 0, "")
 		expect(t, run("", "query", "delete", "big"), 0, "query big deleted\n")
 		expect(t, run("", "query", "delete", "big"), cli.ExitNotFound, "")
 	})
@@ -228,6 +230,10 @@ func TestCommands(t *testing.T) {
 
 	t.Run("function", func(t *testing.T) {
 		out := must(t, env, "", "function", "list")
+		if !strings.HasPrefix(out, "ID\n") {
+			t.Errorf("function list: %s", out)
+		}
+		expect(t, run("", "function", "list", "-o", "json"), 0, `{"functions":["ClearRegion","GetAll","MemberInfo","RegionSize","SumField"]}`+"\n")
 		for _, id := range []string{"ClearRegion", "GetAll", "MemberInfo", "RegionSize", "SumField"} {
 			if !strings.Contains(out, "\n"+id+"\n") {
 				t.Errorf("function list lacks %s:\n%s", id, out)
@@ -261,7 +267,7 @@ func TestCommands(t *testing.T) {
 		expect(t, run("", "index", "create", "orders", "byName", "name", "--from", "/orders"), 0, "index byName created on region orders\n")
 		expect(t, run("", "index", "create", "orders", "bad", "total"), cli.ExitBadInput, "")
 		expect(t, run("", "index", "list", "orders"), 0, "NAME     EXPRESSION  FROM\nbyName   name        /orders\nbyTotal  o.total     /orders o\n")
-		expect(t, run("", "index", "drop", "orders", "byName"), 0, "index byName deleted from region orders\n")
+		expect(t, run("", "index", "drop", "orders", "byName", "-o", "json"), 0, `{"statusCode":"OK","statusMessage":"index byName deleted from region orders"}`+"\n")
 		expect(t, run("", "index", "drop", "orders", "byName"), cli.ExitNotFound, "")
 		expect(t, run("", "index", "list", "nowhere"), cli.ExitNotFound, "")
 		expect(t, run("", "index", "list", "orders", "-o", "json"), 0,
@@ -307,6 +313,7 @@ func TestCommands(t *testing.T) {
 
 	t.Run("delete", func(t *testing.T) {
 		expect(t, run("", "delete", "orders", "1,2"), 0, "deleted orders/1,2\n")
+		expect(t, run("", "delete", "events", "e1", "-o", "json"), 0, "")
 		expect(t, run("", "delete", "orders", "1", "3"), cli.ExitNotFound, "") // all or nothing: 3 stays
 		expect(t, run("", "keys", "orders"), 0, "KEY\n3\n4\n")
 		expect(t, run("", "delete", "events", "--all"), cli.ExitBadInput, "") // the API's 405: partitioned

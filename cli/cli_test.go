@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -329,6 +330,16 @@ func TestCommands(t *testing.T) {
 		r := kvnode(t, []string{"KVNODE_URL=" + dead + "," + nodetest.FreeAddr(t)}, "", "region", "list")
 		if r.code != cli.ExitUnavailable || !strings.Contains(r.err, "no member reachable") {
 			t.Errorf("every URL dead: exit %d, %s; want %d, no member reachable", r.code, r.err, cli.ExitUnavailable)
+		}
+		// A member that accepts but never answers: the request times out.
+		silent, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer silent.Close()
+		r = kvnode(t, nil, "", "region", "list", "--url", silent.Addr().String(), "--timeout", "300ms")
+		if r.code != cli.ExitUnavailable {
+			t.Errorf("a silent member: exit %d (%s), want %d", r.code, r.err, cli.ExitUnavailable)
 		}
 	})
 

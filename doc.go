@@ -3,7 +3,8 @@
 //
 // The code is organised as design.md describes:
 //
-//	cmd/kvnode  the binary: flags and environment into a node.Config, signals
+//	cmd/kvnode  the binary: serve (flags, environment and config file into a node.Config, signals) and the client commands
+//	cli         the client commands (status, region, get, put, query, ...): REST only
 //	node        one running member (Config, Start, Shutdown): the wiring
 //	region      shared vocabulary: region kinds, entries, sentinel errors
 //	fsm         the state machine of one Raft group, its command codec and snapshots

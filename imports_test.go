@@ -95,6 +95,9 @@ func TestImportRules(t *testing.T) {
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
 		"chaos":           server,
+		// The client commands speak REST only, as any client of the API does:
+		// no package of the server, not even region's vocabulary.
+		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
 		// The model states what the REST API promises, whatever serves it,
 		// and is pure: no network, no processes.
 		"chaos/model": {module, "net", "os/exec"},

@@ -1,19 +1,19 @@
-// Command kvnode runs one member of a kvnode cluster. See the package doc.
+// Command kvnode runs one member of a kvnode cluster, and talks to a
+// running cluster over its REST API. See the package doc.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
-	"github.com/kvnode/kvnode/node"
-	"github.com/kvnode/kvnode/node/nodeflags"
+	"github.com/spf13/cobra"
+
+	"github.com/kvnode/kvnode/cli"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -28,60 +28,76 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	if err := run(ctx, os.Args[1:], os.Environ()); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
+	if err := execute(ctx, os.Args[1:], os.Environ(), os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "kvnode:", err)
-		os.Exit(1)
+		os.Exit(cli.ExitCode(err))
 	}
 }
 
-// run starts a node with args and env (KEY=VALUE), serves until ctx ends
-// (SIGTERM or SIGINT), then shuts down gracefully.
-func run(ctx context.Context, args, env []string) error {
-	return runWithOutput(ctx, args, env, os.Stderr)
-}
-
+// runWithOutput runs the command line with args and env (KEY=VALUE),
+// writing everything to out: a node serves until ctx ends (SIGTERM or
+// SIGINT), then shuts down gracefully.
 func runWithOutput(ctx context.Context, args, env []string, out io.Writer) error {
-	if len(args) > 0 && args[0] == "version" {
-		fmt.Fprintln(out, "kvnode", version)
-		return nil
+	return execute(ctx, args, env, os.Stdin, out, out)
+}
+
+// execute runs the command line with the process's streams.
+func execute(ctx context.Context, args, env []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if args == nil {
+		args = []string{} // cobra reads os.Args for nil
 	}
-	if len(args) > 0 && args[0] == "healthcheck" {
-		return healthcheck(ctx, args[1:], env, out)
+	root := newRoot(env)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root.ExecuteContext(ctx)
+}
+
+// newRoot is the command tree of one invocation. The root itself starts a
+// node, as kvnode always did, and so does "serve"; the client commands
+// come from package cli.
+func newRoot(env []string) *cobra.Command {
+	root := serveCommand("kvnode", env)
+	root.Short = "A clustered, Raft-replicated key-value node serving Apache Geode's developer REST API"
+	root.Long = `kvnode runs one member of a kvnode cluster, or talks to a running cluster.
+
+With no subcommand (or with "serve") it starts a member, with the flags
+below. Every flag can also be set by its variable KVNODE_<FLAG>
+(--http-addr is KVNODE_HTTP_ADDR) and in the YAML file --config names
+(http-addr: :9000); precedence: flag > environment > config file > default.
+
+The client subcommands reach a cluster over its REST API only: --url (or
+KVNODE_URL, default http://localhost:8080), with credentials and TLS flags;
+"kvnode <command> --help" shows each one's flags and exit codes.`
+	root.SilenceErrors, root.SilenceUsage = true, true
+	root.SuggestionsMinimumDistance = 2
+	root.AddGroup(&cobra.Group{ID: "server", Title: "Run a member:"})
+	for _, c := range []*cobra.Command{serveCommand("serve", env), healthcheckCommand(env), hashPasswordCommand()} {
+		c.GroupID = "server"
+		root.AddCommand(c)
 	}
-	if len(args) > 0 && args[0] == "hash-password" {
-		// The password comes on stdin, never in argv (ps shows argv).
-		return hashPassword(os.Stdin, os.Stdout)
+	root.AddCommand(&cobra.Command{
+		Use: "version", Short: "Print the version", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "kvnode", version)
+			return err
+		},
+	})
+	cli.Attach(root, env)
+	return root
+}
+
+// unknownCommand is a command line whose first word is no command of kvnode.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 	}
-	cfg, unknownEnv, err := nodeflags.Parse(args, env, out)
-	if err != nil {
-		return err
-	}
-	logger, err := node.NewLogger(out, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		return err
-	}
-	if len(unknownEnv) > 0 {
-		logger.Warn("ignoring environment variables that match no flag", "vars", strings.Join(unknownEnv, ","))
-	}
-	cfg.Logger, cfg.Version = logger, version
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return n.Shutdown()
-		case err := <-n.Err():
-			return errors.Join(err, n.Close())
-		case <-hup:
-			_ = n.ReloadSecurity() // it logs the outcome
-		}
-	}
+	return cli.Usage(errors.New(msg + "; see kvnode --help"))
+}
+
+// noArgs refuses arguments as a usage error (exit code 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	return cli.Usage(cobra.NoArgs(cmd, args))
 }

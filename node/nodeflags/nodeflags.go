@@ -152,6 +152,8 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSCA, "tls-ca", cfg.TLSCA, "PEM CA: mutual TLS on the internal port (Raft and RPC); peers need a certificate it signed")
 	fs.StringVar(&cfg.GossipKey, "gossip-key", cfg.GossipKey, "base64 key (16, 24 or 32 bytes) that encrypts gossip; every member needs the same")
 	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
+	// Not a field of node.Config: Parse reads the file before anything else.
+	fs.String(ConfigFlag, "", "YAML file of flag values, keyed by flag name (http-addr: :9000); precedence: flag > KVNODE_* > file > default")
 	return fs
 }
 
@@ -161,13 +163,21 @@ func EnvName(flagName string) string {
 	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// Parse builds the configuration from defaults, env and args. It
-// returns the names of KVNODE_* variables that match no flag, for a warning
-// (Kubernetes injects KVNODE_SERVICE_HOST and friends for a service named
-// kvnode, so they must not be fatal).
+// Parse builds the configuration from defaults, the config file, env and
+// args. It returns the names of KVNODE_* variables that match no flag, for
+// a warning (Kubernetes injects KVNODE_SERVICE_HOST and friends for a
+// service named kvnode, so they must not be fatal).
+//
+// The file --config (or KVNODE_CONFIG) names comes first, so that the
+// environment and the command line override it.
 func Parse(args, env []string, out io.Writer) (node.Config, []string, error) {
 	cfg := node.Default()
 	fs := FlagSet(&cfg, out)
+	if path := configFile(args, env); path != "" {
+		if err := applyFile(fs, path); err != nil {
+			return cfg, nil, err
+		}
+	}
 	known := map[string]string{}
 	fs.VisitAll(func(f *flag.Flag) { known[EnvName(f.Name)] = f.Name })
 	var unknown []string

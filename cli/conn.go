@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// envPrefix starts the variables of the client flags, as it does the
+// server's: --url is KVNODE_URL.
+const envPrefix = "KVNODE_"
+
+// connFlags are the flags every client command takes: where the cluster
+// is, who the user is, how to trust the members, how to print. Each has a
+// KVNODE_* variable, below the flag.
+type connFlags struct {
+	urls         []string
+	user         string
+	password     string
+	passwordFile string
+	cacert       string
+	cert, key    string
+	insecure     bool
+	output       string
+	timeout      time.Duration
+}
+
+// defaultURL is a node started with no flags on this machine.
+const defaultURL = "http://localhost:8080"
+
+// register declares the flags on fs (a command's persistent flags, so
+// that its subcommands take them too).
+func (f *connFlags) register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.urls, "url", []string{defaultURL}, "base URL of a member, repeated or comma-separated; tried in turn while unreachable (env KVNODE_URL)")
+	fs.StringVarP(&f.user, "user", "u", "", "user name for HTTP Basic authentication (env KVNODE_USER)")
+	fs.StringVar(&f.password, "password", "", "password (env KVNODE_PASSWORD); visible to other users in ps: prefer --password-file or the variable")
+	fs.StringVar(&f.passwordFile, "password-file", "", "file whose first line is the password (env KVNODE_PASSWORD_FILE)")
+	fs.StringVar(&f.cacert, "cacert", "", "PEM file of the CA that signed the members' certificates (env KVNODE_CACERT)")
+	fs.StringVar(&f.cert, "cert", "", "PEM client certificate, with --key (env KVNODE_CERT)")
+	fs.StringVar(&f.key, "key", "", "PEM private key of --cert (env KVNODE_KEY)")
+	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "accept any server certificate (tests only) (env KVNODE_INSECURE_SKIP_VERIFY)")
+	fs.StringVarP(&f.output, "output", "o", "table", "table, or json: the API's answer as it came, for scripts (env KVNODE_OUTPUT)")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up on a request after this long (env KVNODE_TIMEOUT)")
+}
+
+// connFlagNames are the flags register declares.
+func connFlagNames() []string {
+	return []string{"url", "user", "password", "password-file", "cacert", "cert", "key", "insecure-skip-verify", "output", "timeout"}
+}
+
+// EnvNames are the variables of the client flags (KVNODE_URL, ...), which
+// a node started in the same shell must not take for misspelt flags.
+func EnvNames() []string {
+	names := connFlagNames()
+	for i, n := range names {
+		names[i] = envName(n)
+	}
+	return names
+}
+
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnv sets every connection flag the command line left alone from
+// its variable.
+func applyEnv(cmd *cobra.Command, env map[string]string) error {
+	fs := cmd.Flags()
+	for _, name := range connFlagNames() {
+		v, ok := env[envName(name)]
+		if !ok || fs.Changed(name) {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return usagef("environment %s: %w", envName(name), err)
+		}
+	}
+	return nil
+}
+
+// check refuses combinations that cannot mean what was asked.
+func (f *connFlags) check() error {
+	switch {
+	case f.output != "table" && f.output != "json":
+		return usagef("--output %q: want table or json", f.output)
+	case f.password != "" && f.passwordFile != "":
+		return usagef("give the password once: --password (KVNODE_PASSWORD) or --password-file (KVNODE_PASSWORD_FILE)")
+	case f.user == "" && (f.password != "" || f.passwordFile != ""):
+		return usagef("a password needs a user: give --user or KVNODE_USER")
+	case (f.cert == "") != (f.key == ""):
+		return usagef("--cert and --key go together")
+	}
+	return nil
+}
+
+// options turns the (checked) flags into a client's options, reading the
+// files they name.
+func (f *connFlags) options() (clientOptions, error) {
+	o := clientOptions{URLs: f.urls, User: f.user, Password: f.password, Timeout: f.timeout}
+	if f.passwordFile != "" {
+		data, err := os.ReadFile(f.passwordFile)
+		if err != nil {
+			return o, usagef("--password-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(data), "\n")
+		o.Password = strings.TrimSuffix(line, "\r")
+	}
+	if f.cacert == "" && f.cert == "" && !f.insecure {
+		return o, nil
+	}
+	// InsecureSkipVerify only when asked for by its name.
+	o.TLS = &tls.Config{InsecureSkipVerify: f.insecure}
+	if f.cacert != "" {
+		pem, err := os.ReadFile(f.cacert)
+		if err != nil {
+			return o, usagef("--cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return o, usagef("--cacert %s: no PEM certificate in it", f.cacert)
+		}
+		o.TLS.RootCAs = pool
+	}
+	if f.cert != "" {
+		pair, err := tls.LoadX509KeyPair(f.cert, f.key)
+		if err != nil {
+			return o, usagef("--cert/--key: %w", err)
+		}
+		o.TLS.Certificates = []tls.Certificate{pair}
+	}
+	return o, nil
+}
+
+// describeConn is the connection flags' part of a command's help.
+func describeConn() string {
+	return fmt.Sprintf(`
+Connection: --url (default %s) or KVNODE_URL; several URLs
+are tried in turn while a member cannot be reached. Credentials: --user
+and --password-file (or --password), or KVNODE_USER and KVNODE_PASSWORD.
+TLS: --cacert, --cert and --key, --insecure-skip-verify. A flag wins over
+its variable.
+`, defaultURL)
+}

@@ -55,6 +55,9 @@ type Config struct {
 	TLSKey            string
 	TLSCA             string
 	GossipKey         string
+	// PprofAddr, when set, is a debug listener serving /debug/pprof/
+	// (without authentication: keep it on loopback).
+	PprofAddr string
 
 	// Version is what the node reports in gossip, /servers' member info
 	// and its start-up log line (cmd/kvnode stamps it at build time).
@@ -130,6 +133,13 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: want host:port or :port: %v", flagName, addr, err))
 		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: bad port", flagName, addr))
+		}
+	}
+	if c.PprofAddr != "" {
+		if _, port, err := net.SplitHostPort(c.PprofAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--pprof-addr %q: want host:port or :port: %v", c.PprofAddr, err))
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			errs = append(errs, fmt.Errorf("--pprof-addr %q: bad port", c.PprofAddr))
 		}
 	}
 	if c.AdvertiseHTTP != "" {

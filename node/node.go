@@ -35,6 +35,7 @@ type Node struct {
 
 	httpLn  net.Listener
 	httpSrv *http.Server
+	debug   *debugServer // nil unless Config.PprofAddr is set
 	// tls is the node's TLS (nil parts: plain); auth its security file
 	// (nil: security off).
 	tls      tlsSetup
@@ -98,6 +99,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("listen on --http-addr %s: %w", cfg.HTTPAddr, err)
 	}
 	cleanup = append(cleanup, func() { _ = n.httpLn.Close() })
+	if cfg.PprofAddr != "" {
+		if n.debug, err = startDebug(cfg.PprofAddr, logger); err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, n.debug.close)
+	}
 
 	host, err := advertiseHost()
 	if err != nil {
@@ -230,7 +237,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	logger.Info("kvnode started", "name", cfg.Name, "version", cfg.Version, "rest", n.restURL,
 		"http", n.httpLn.Addr().String(), "internal", advInternal, "gossip", n.cluster.LocalAddr(),
 		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join,
-		"security", n.auth != nil, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
+		"security", n.auth != nil, "pprof", cfg.PprofAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
 	return n, nil
 }
 
@@ -294,6 +301,15 @@ func (n *Node) RESTURL() string { return n.restURL }
 // GossipAddr is the address gossip listens on, what others --join.
 func (n *Node) GossipAddr() string { return n.cluster.LocalAddr() }
 
+// PprofAddr is the address the debug listener listens on, empty when it
+// is off.
+func (n *Node) PprofAddr() string {
+	if n.debug == nil {
+		return ""
+	}
+	return n.debug.Addr()
+}
+
 // Store is the node's store, for tests and programs that embed a node.
 func (n *Node) Store() *store.Store { return n.store }
 
@@ -324,6 +340,9 @@ func (n *Node) shutdown(graceful bool) error {
 	}
 	if err := n.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
+	}
+	if n.debug != nil {
+		n.debug.close()
 	}
 	n.logger.Info("kvnode stopped")
 	return errors.Join(errs...)

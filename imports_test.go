@@ -90,6 +90,8 @@ func TestImportRules(t *testing.T) {
 		"store/transport": {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/regions":   {only(module + "/store"), module + "/store/raftgroup", module + "/store/transport", module + "/store/reconcile", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/query":     {only(module + "/store"), module + "/store/raftgroup", module + "/store/transport", module + "/store/reconcile", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
+		"store/forward":   {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", memberlistPkg, echoPkg},
+		"store/raftlog":   {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/datadir":   {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"store/reconcile": {only(module + "/store"), module + "/rest", module + "/oql", echoPkg},
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/datadir"
 	"github.com/kvnode/kvnode/store/raftgroup"
+	"github.com/kvnode/kvnode/store/raftlog"
 	"github.com/kvnode/kvnode/store/transport"
 )
 
@@ -28,6 +30,7 @@ type groupSet struct {
 	dialer  *transport.Dialer
 	members Membership
 	raft    raftgroup.Config
+	logs    *raftlog.Store // every group's Raft log
 	logger  *slog.Logger
 	confirm raftgroup.ConfirmFunc
 
@@ -76,6 +79,7 @@ func (gs *groupSet) open(gid uint64, dir string, fo fsm.Options) (*raftgroup.Gro
 		Layer:   &transport.RaftLayer{Listener: ln, Group: gid, Dialer: gs.dialer},
 		Addrs:   memberAddrs{gs.members},
 		Raft:    gs.raft,
+		Logs:    gs.logs.Group(gid),
 		FSM:     fo,
 		Logger:  gs.logger,
 		Confirm: gs.confirm,
@@ -88,12 +92,29 @@ func (gs *groupSet) open(gid uint64, dir string, fo fsm.Options) (*raftgroup.Gro
 	return g, nil
 }
 
-// openControl opens the control group, at start.
+// openControl opens the Raft log and the control group, at start.
 func (gs *groupSet) openControl() error {
+	if err := durable.MkdirAll(filepath.Join(gs.dataDir, datadir.RaftDir), 0o750); err != nil {
+		return err
+	}
+	logs, err := raftlog.Open(datadir.LogsPath(gs.dataDir), raftlog.Options{})
+	if err != nil {
+		return err
+	}
+	// bbolt fsyncs the file, not the directory entry it creates.
+	if err := durable.SyncDir(filepath.Join(gs.dataDir, datadir.RaftDir)); err != nil {
+		_ = logs.Close()
+		return err
+	}
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
-	_, err := gs.open(controlGroup, gs.dir(controlGroup), fsm.Options{})
-	return err
+	gs.logs = logs
+	if _, err := gs.open(controlGroup, gs.dir(controlGroup), fsm.Options{}); err != nil {
+		_ = logs.Close()
+		gs.logs = nil
+		return err
+	}
+	return nil
 }
 
 // closeAll closes every group; nothing opens afterwards.
@@ -106,6 +127,9 @@ func (gs *groupSet) closeAll() error {
 	var err error
 	for _, g := range groups {
 		err = errors.Join(err, g.Close())
+	}
+	if gs.logs != nil {
+		err = errors.Join(err, gs.logs.Close())
 	}
 	return err
 }
@@ -156,6 +180,17 @@ func (gs *groupSet) openExisting() error {
 	if err != nil {
 		return err
 	}
+	// A log without a group dir is the rest of a drop a crash cut short
+	// (the log goes first): it goes too, so the group starts empty if it
+	// comes back.
+	for _, gid := range gs.logs.Groups() {
+		if gid != controlGroup && !slices.Contains(gids, gid) {
+			if err := gs.logs.Drop(gid); err != nil {
+				return err
+			}
+			gs.logger.Info("deleted the log of a dropped partition group", "group", gid)
+		}
+	}
 	for _, gid := range gids {
 		info, found, err := datadir.ReadGroupInfo(gs.dir(gid), gid)
 		if err != nil {
@@ -184,6 +219,14 @@ func (gs *groupSet) drop(g *raftgroup.Group) {
 	gs.mu.Unlock()
 	if err := g.Close(); err != nil {
 		gs.logger.Warn("closing a dropped partition group", "group", g.ID(), "error", err)
+	}
+	// The log first: a crash before the dir goes leaves a group dir
+	// without a log, which reopens as an empty replica the table then
+	// drops again; the other order could leave a log that a group placed
+	// here later would start from.
+	if err := gs.logs.Drop(g.ID()); err != nil {
+		gs.logger.Warn("deleting a dropped partition group's log", "group", g.ID(), "error", err)
+		return
 	}
 	if err := datadir.Drop(gs.dir(g.ID())); err != nil {
 		gs.logger.Warn("deleting a dropped partition group", "group", g.ID(), "error", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/forward"
 	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
@@ -29,6 +30,7 @@ type Router struct {
 	rpc    *rpcServer
 	stop   <-chan struct{}
 	view   *tableView
+	fwd    *forward.Forwarder
 }
 
 // Control returns this node's copy of the control group's state machine
@@ -136,7 +138,7 @@ func (r *Router) applyOnce(ctx context.Context, gid uint64, attempt int, data []
 		// Raft still names us but we are no longer leader: wait for news.
 		return nil, fmt.Errorf("group %d: %w", g.ID(), region.ErrNotLeader)
 	}
-	return r.client.apply(ctx, addr, g.ID(), data, false)
+	return r.fwd.Apply(ctx, addr, g.ID(), data)
 }
 
 // localRead returns the local group gid once a read at consistency c may be
@@ -194,14 +196,20 @@ func (r *Router) readBarrier(ctx context.Context, g *raftgroup.Group, catchUp ti
 		_, err := g.ReadIndex(ctx)
 		return err
 	}
-	id, addr := g.Leader()
-	if id == "" {
-		return fmt.Errorf("group %d: %w", g.ID(), region.ErrNoLeader)
-	}
-	if id == r.name {
-		return fmt.Errorf("group %d: %w", g.ID(), region.ErrNotLeader)
-	}
-	idx, err := r.client.readIndex(ctx, addr, g.ID())
+	idx, err := g.LeaderIndex(ctx, func(ctx context.Context) (uint64, error) {
+		id, addr := g.Leader()
+		if id == "" {
+			return 0, fmt.Errorf("group %d: %w", g.ID(), region.ErrNoLeader)
+		}
+		if id == r.name {
+			return 0, fmt.Errorf("group %d: %w", g.ID(), region.ErrNotLeader)
+		}
+		idx, err := r.client.readIndex(ctx, addr, g.ID())
+		if err != nil {
+			return 0, fmt.Errorf("read index of group %d from %s: %w", g.ID(), addr, err)
+		}
+		return idx, nil
+	})
 	if err != nil {
 		return err
 	}

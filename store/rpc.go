@@ -15,6 +15,7 @@ import (
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/forward"
 	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
@@ -46,6 +47,7 @@ func newRPCServer(s *Store) *rpcServer {
 	mux := http.NewServeMux()
 	r := &rpcServer{s: s, mux: mux}
 	mux.HandleFunc("POST /v1/groups/{gid}/apply", r.apply)
+	mux.HandleFunc("POST /v1/groups/{gid}/applybatch", r.applyBatch)
 	mux.HandleFunc("POST /v1/groups/{gid}/scan", r.scan) // scan.go
 	mux.HandleFunc("POST /v1/groups/{gid}/readindex", r.readIndex)
 	mux.HandleFunc("POST /v1/groups/{gid}/term", r.term)
@@ -120,6 +122,34 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(codec.EncodeResult(nil, res))
+}
+
+// applyBatch serves a batch of commands forwarded to this member, the
+// group's leader (package forward batches them).
+func (r *rpcServer) applyBatch(w http.ResponseWriter, req *http.Request) {
+	g, ok := r.group(w, req)
+	if !ok {
+		return
+	}
+	ctx, cancel := transport.RequestContext(req)
+	defer cancel()
+	body, err := transport.ReadFrame(req.Body, r.s.cfg.MaxFrameBytes, "the forwarded batch")
+	if err != nil {
+		rpcCodes.WriteError(w, err)
+		return
+	}
+	if !g.IsLeader() {
+		rpcCodes.WriteError(w, fmt.Errorf("%s is not the leader of group %d: %w", r.s.name, g.ID(), region.ErrNotLeader))
+		return
+	}
+	// Group.Apply decodes every command before it enters the log.
+	out, err := forward.ServeBatch(ctx, body, rpcCodes, g.Apply)
+	if err != nil {
+		rpcCodes.WriteError(w, fmt.Errorf("%w from %s: %v", raftgroup.ErrBadCommand, req.RemoteAddr, err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(out)
 }
 
 // readable reports whether this node's replica of g may answer a read now

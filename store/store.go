@@ -16,9 +16,11 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/datadir"
+	"github.com/kvnode/kvnode/store/forward"
 	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/reconcile"
 	"github.com/kvnode/kvnode/store/transport"
@@ -201,7 +203,10 @@ func New(cfg Config) (*Store, error) {
 	s.mux = transport.NewMux(cfg.Listener, stringAddr(cfg.Advertise), cfg.NodeName, cfg.Logger)
 	s.client = newRPCClient(s.dialer, cfg.MaxFrameBytes)
 	s.rpc = newRPCServer(s)
-	s.router = &Router{cfg: cfg, name: cfg.NodeName, logger: cfg.Logger, client: s.client, rpc: s.rpc, stop: s.stop}
+	s.router = &Router{cfg: cfg, name: cfg.NodeName, logger: cfg.Logger, client: s.client, rpc: s.rpc, stop: s.stop,
+		fwd: forward.New(s.client.Client, rpcCodes, func(ctx context.Context, addr string, gid uint64, cmd []byte) (*codec.Result, error) {
+			return s.client.apply(ctx, addr, gid, cmd, false)
+		})}
 	s.groups = &groupSet{
 		dataDir: cfg.DataDir,
 		self:    cfg.NodeName,

@@ -148,12 +148,14 @@ type Group struct {
 	raft   *raft.Raft
 	fsm    *fsm.FSM
 	trans  *raft.NetworkTransport
-	logs   *raftboltdb.BoltStore
+	log    raft.LogStore         // the group's log (Options.Logs)
+	logs   *raftboltdb.BoltStore // the stable store's file (term and vote)
 	stable *stableStore
 	logger *slog.Logger
 
-	reads *ReadIndexer
-	batch *batcher
+	reads  *ReadIndexer
+	rounds indexRounds // a follower's asks for the leader's read index
+	batch  *batcher
 	// staging admits one staged command at a time (stage.go).
 	staging chan struct{}
 	// readyTerm is the term in which this node, as leader, completed a
@@ -183,6 +185,11 @@ type Options struct {
 	// Addrs says where each member is now (the store's gossip view).
 	Addrs raft.ServerAddressProvider
 	Raft  Config
+	// Logs is the group's Raft log (package raftlog: one file shared by
+	// every group of the member). The group's dir keeps its term and vote;
+	// entries an older layout kept there move into Logs when the group
+	// opens.
+	Logs raft.LogStore
 	// FSM configures the state machine; OnHalt and Group are set here.
 	FSM    fsm.Options
 	Logger *slog.Logger
@@ -194,6 +201,9 @@ type Options struct {
 // Raft instance. It does not bootstrap.
 func Open(o Options) (*Group, error) {
 	gid, dir, logger, fo, confirm := o.ID, o.Dir, o.Logger, o.FSM, o.Confirm
+	if o.Logs == nil {
+		return nil, fmt.Errorf("raft group %d: no log store", gid)
+	}
 	if err := durable.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
@@ -292,7 +302,12 @@ func Open(o Options) (*Group, error) {
 	// as long as the entry was the last one (issue 16's 100 MiB write lost
 	// leadership every time). A cache of the latest entries (as Consul
 	// keeps) serves those reads from memory.
-	cached, err := raft.NewLogCache(logCacheEntries, logs)
+	if err := moveLogs(logs, o.Logs); err != nil {
+		_ = trans.Close()
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft group %d: %w", gid, err)
+	}
+	cached, err := raft.NewLogCache(logCacheEntries, o.Logs)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
@@ -314,6 +329,7 @@ func Open(o Options) (*Group, error) {
 		raft:    r,
 		fsm:     f,
 		trans:   trans,
+		log:     o.Logs,
 		logs:    logs,
 		stable:  stable,
 		logger:  logger.With("group", gid),
@@ -516,6 +532,43 @@ func (g *Group) RemoveServer(ctx context.Context, id, reason string) error {
 	g.logger.Info("removing member from "+g.name(), "member", id, "reason", reason)
 	if err := Await(g.raft.RemoveServer(raft.ServerID(id), 0, timeout), InternalTimeout, g.stop); err != nil {
 		return fmt.Errorf("remove %s from group %d: %w", id, g.id, FromRaft(err))
+	}
+	return nil
+}
+
+// moveLogs moves the entries a group's own file (raft.db, where the log
+// lived before package raftlog) still holds into to, then deletes them
+// there. Interrupted, it starts again at the next open: writing an entry
+// twice is harmless, and the old file keeps the entries until every one
+// is durable in to.
+func moveLogs(from *raftboltdb.BoltStore, to raft.LogStore) error {
+	first, err := from.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("read the old log's first index: %w", err)
+	}
+	last, err := from.LastIndex()
+	if err != nil {
+		return fmt.Errorf("read the old log's last index: %w", err)
+	}
+	if last == 0 {
+		return nil
+	}
+	const chunk = 256
+	for i := first; i <= last; i += chunk {
+		batch := make([]*raft.Log, 0, chunk)
+		for j := i; j <= min(last, i+chunk-1); j++ {
+			l := new(raft.Log)
+			if err := from.GetLog(j, l); err != nil {
+				return fmt.Errorf("read entry %d of the old log: %w", j, err)
+			}
+			batch = append(batch, l)
+		}
+		if err := to.StoreLogs(batch); err != nil {
+			return fmt.Errorf("move entries %d-%d of the old log: %w", i, i+uint64(len(batch))-1, err)
+		}
+	}
+	if err := from.DeleteRange(first, last); err != nil {
+		return fmt.Errorf("delete the moved entries from the old log: %w", err)
 	}
 	return nil
 }

@@ -68,4 +68,4 @@ func (g *Group) Raft() *raft.Raft { return g.raft }
 
 // FirstIndex is the first entry still in the group's log: it grows when a
 // snapshot compacts the log.
-func (g *Group) FirstIndex() (uint64, error) { return g.logs.FirstIndex() }
+func (g *Group) FirstIndex() (uint64, error) { return g.log.FirstIndex() }

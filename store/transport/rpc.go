@@ -90,16 +90,36 @@ type Code struct {
 // one, for the members of an older version.
 type Codes []Code
 
+// Code is the code err travels with: its first sentinel's, else CodeOther.
+func (cs Codes) Code(err error) string {
+	for _, e := range cs {
+		if errors.Is(err, e.Err) {
+			return e.Code
+		}
+	}
+	return CodeOther
+}
+
+// Decode is the error another node sent with code and message msg (in an
+// answer that carries several, such as a batch's): a *RemoteError carrying
+// the code's sentinel, or one without a sentinel for an unknown code.
+func (cs Codes) Decode(code, addr, msg string) error {
+	for _, e := range cs {
+		if e.Code == code {
+			return &RemoteError{sentinel: e.Err, addr: addr, msg: msg}
+		}
+	}
+	return &RemoteError{sentinel: errUnknownCode, addr: addr, msg: msg}
+}
+
+// errUnknownCode is the sentinel of a refusal whose code this build does
+// not know: it matches none of the region's.
+var errUnknownCode = errors.New("refused with an unknown code")
+
 // WriteError answers a refused RPC: 503, the code of err's sentinel in
 // HeaderError, and err's text as the body.
 func (cs Codes) WriteError(w http.ResponseWriter, err error) {
-	code := CodeOther
-	for _, e := range cs {
-		if errors.Is(err, e.Err) {
-			code = e.Code
-			break
-		}
-	}
+	code := cs.Code(err)
 	w.Header().Set(HeaderError, code)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusServiceUnavailable)
@@ -177,6 +197,9 @@ func NewClient(d *Dialer, limit int64, codes Codes) *Client {
 	}
 	return &Client{hc: &http.Client{Transport: tr}, limit: limit, codes: codes}
 }
+
+// Limit is the frame limit the client reads answers with.
+func (c *Client) Limit() int64 { return c.limit }
 
 // HTTP is the client's HTTP client, for calls that stream their answer.
 func (c *Client) HTTP() *http.Client { return c.hc }

@@ -55,6 +55,10 @@ type Config struct {
 	TLSKey            string
 	TLSCA             string
 	GossipKey         string
+	// CORSOrigins are the origins (scheme://host[:port], or "*") whose
+	// pages may call the REST API from a browser; empty keeps
+	// cross-origin access off.
+	CORSOrigins []string
 
 	// Version is what the node reports in gossip, /servers' member info
 	// and its start-up log line (cmd/kvnode stamps it at build time).
@@ -197,6 +201,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxQueryRows <= 0 {
 		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))
+	}
+	if err := rest.ValidateCORSOrigins(c.CORSOrigins); err != nil {
+		errs = append(errs, fmt.Errorf("--cors-origins: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -43,7 +43,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		pr, err := s.cfg.Auth.Authenticate(client, user, password)
 		if err != nil {
 			// Never the password.
-			s.log.Warn("authentication failed", "user", user, "client", client, "method", req.Method, "path", req.URL.EscapedPath(), "error", err)
+			s.log.Warn("authentication failed", "user", user, "client", client, "method", req.Method, "path", req.URL.EscapedPath(), "error", err, requestID(c))
 			return err
 		}
 		c.Set(principalKey, pr)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/middleware"
 )
 
 // fakeStore answers every read of entries (Get) with get; it is how tests
@@ -53,6 +54,7 @@ func TestErrorTable(t *testing.T) {
 		{"MaxBytesError", wrap(&http.MaxBytesError{Limit: 10}), 413},
 		{"ErrTooLarge", wrap(region.ErrTooLarge), 413},
 		{"unsupported media type", wrap(errUnsupportedMediaType), 415},
+		{"unsupported content encoding", wrap(middleware.ErrUnsupportedEncoding), 415},
 		{"ErrNoLeader", wrap(region.ErrNoLeader), 503},
 		{"ErrNotLeader", wrap(region.ErrNotLeader), 503},
 		{"ErrIndeterminate", wrap(region.ErrIndeterminate), 503},

@@ -161,6 +161,7 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSCA, "tls-ca", cfg.TLSCA, "PEM CA: mutual TLS on the internal port (Raft and RPC); peers need a certificate it signed")
 	fs.StringVar(&cfg.GossipKey, "gossip-key", cfg.GossipKey, "base64 key (16, 24 or 32 bytes) that encrypts gossip; every member needs the same")
 	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
+	fs.Var(listValue{&cfg.CORSOrigins}, "cors-origins", "origins whose browser pages may call the REST API, scheme://host[:port],... or * for any (default: none, cross-origin access off)")
 	return fs
 }
 

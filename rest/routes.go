@@ -6,12 +6,17 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/kvnode/kvnode/rest/middleware"
 )
 
-// Path prefixes of the two APIs.
+// Path prefixes of the two APIs, and Geode's name for the first, which is
+// served as an alias of it (middleware.AliasPrefix), so that a Geode client
+// works by changing only the host.
 const (
 	kvPrefix         = "/kv/v1"
 	managementPrefix = "/management/v1"
+	geodePrefix      = "/geode/v1"
 )
 
 // routes registers every route of the server; this file is the one place
@@ -90,6 +95,15 @@ func (s *Server) routes() {
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
+}
+
+// apiPrefix is the prefix of /kv/v1 the request used: /geode/v1 through
+// the alias, else /kv/v1.
+func apiPrefix(c echo.Context) string {
+	if p := middleware.AliasUsed(c); p != "" {
+		return p
+	}
+	return kvPrefix
 }
 
 // handle registers h for method and path and remembers the method for the

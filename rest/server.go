@@ -108,15 +108,16 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	e.HTTPErrorHandler = s.handleError
 	// Before routing: the request's ID first, so that every answer has
 	// it; CORS before anything that can answer, so that a page can read
-	// every answer, errors included.
+	// every answer, errors included; then the URL as the router sees it.
 	e.Pre(middleware.RequestID())
 	if len(cfg.CORSOrigins) > 0 {
 		e.Pre(middleware.CORS(cfg.CORSOrigins))
 	}
-	e.Pre(limitURL, routeOnEscapedPath)
-	// After routing: compression around everything that writes an answer;
-	// request bodies decoded only for authenticated requests.
-	e.Use(middleware.Compress(), s.accessLog, s.recoverPanics, s.authenticate, middleware.Decompress(), s.deadline)
+	e.Pre(limitURL, middleware.AliasPrefix(geodePrefix, kvPrefix), routeOnEscapedPath)
+	// After routing: the client's URL back for everything that reads it;
+	// compression around everything that writes an answer; request bodies
+	// decoded only for authenticated requests.
+	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, s.recoverPanics, s.authenticate, middleware.Decompress(), s.deadline)
 	s.routes()
 	return s
 }

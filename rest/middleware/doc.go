@@ -1,8 +1,9 @@
 // Package middleware holds the HTTP conveniences around kvnode's API that
 // know nothing of what the API means: gzip of answers (Compress) and of
 // request bodies (Decompress), cross-origin access for browsers (CORS),
-// and request IDs (RequestID). Package rest puts them in its Echo chain;
-// they work for every route alike.
+// request IDs (RequestID), and serving one path prefix as another
+// (AliasPrefix, for Geode's /geode/v1). Package rest puts them in its Echo
+// chain; they work for every route alike.
 //
 // What each guarantees, and why:
 //
@@ -28,6 +29,9 @@
 //   - RequestID keeps a client's X-Request-ID when it is 1 to
 //     MaxRequestIDLen visible ASCII characters and makes one otherwise;
 //     the answer echoes it, and rest puts it in the request's log lines.
+//   - AliasPrefix rewrites the path before routing only; the handlers
+//     see the client's URL (RestoreAliasedURL) and which prefix it used
+//     (AliasUsed), so that the URLs they name use the client's prefix.
 //
 // It imports Echo and package region (for ErrInvalid) and nothing else of
 // kvnode: it must not import rest, store, fsm, cluster, oql, function or

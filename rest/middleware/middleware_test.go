@@ -400,3 +400,41 @@ func TestValidateOrigins(t *testing.T) {
 		}
 	}
 }
+
+// TestAliasPrefix: a path under the alias is routed as the same path
+// under the target, and the handler sees the client's URL and which
+// prefix it used; anything else is left alone.
+func TestAliasPrefix(t *testing.T) {
+	e := echo.New()
+	e.Pre(AliasPrefix("/geode/v1", "/kv/v1"), func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error { // as rest routes: on the escaped path
+			c.Request().URL.RawPath = c.Request().URL.EscapedPath()
+			return next(c)
+		}
+	})
+	e.Use(RestoreAliasedURL)
+	h := func(c echo.Context) error {
+		return c.String(http.StatusOK, fmt.Sprintf("%s %s %s [%s]", c.Path(), c.Param("key"), c.Request().URL.EscapedPath(), AliasUsed(c)))
+	}
+	e.GET("/kv/v1", h)
+	e.GET("/kv/v1/r/:key", h)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	for path, want := range map[string]string{
+		"/geode/v1/r/a%2Fb": "/kv/v1/r/:key a%2Fb /geode/v1/r/a%2Fb [/geode/v1]",
+		"/geode/v1":         "/kv/v1  /geode/v1 [/geode/v1]",
+		"/kv/v1/r/k":        "/kv/v1/r/:key k /kv/v1/r/k []",
+		"/geode/v10/r/k":    "404",
+		"/ge%6Fde/v1/r/k":   "404",
+		"/geode/v1r/k":      "404",
+	} {
+		resp, b := exchange(t, "GET", srv.URL+path, nil, nil)
+		got := string(b)
+		if resp.StatusCode == 404 {
+			got = "404"
+		}
+		if got != want {
+			t.Errorf("GET %s: %q, want %q", path, got, want)
+		}
+	}
+}

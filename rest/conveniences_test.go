@@ -306,7 +306,7 @@ func TestCORS(t *testing.T) {
 	}
 
 	a := auth.New(securityFile(t))
-	srv := httptest.NewServer(New(Config{Auth: a, CORSOrigins: []string{origin}}, st, nil, nil).Handler())
+	srv := httptest.NewServer(validated(t, New(Config{Auth: a, CORSOrigins: []string{origin}}, st, nil, nil).Handler()))
 	t.Cleanup(srv.Close)
 	anon := &testServer{base: srv.URL, store: st}
 	admin := &testServer{base: srv.URL, store: st, user: "admin", password: "admin-pw"}

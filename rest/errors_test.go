@@ -66,7 +66,7 @@ func TestErrorTable(t *testing.T) {
 			if got := statusOf(tc.err); got != tc.status {
 				t.Errorf("statusOf(%v) = %d, want %d", tc.err, got, tc.status)
 			}
-			ts := serve(t, Config{}, failingStore(tc.err), nil)
+			ts := serveUnchecked(t, Config{}, failingStore(tc.err))
 			r := ts.do(t, "GET", "/kv/v1/orders/k", "", "")
 			retry := ""
 			if tc.status == 503 {

@@ -45,6 +45,7 @@ func TestGeodeAlias(t *testing.T) {
 		{"run query", "POST", g + "/queries/big", ctJSON, `[{"@type":"int","@value":1}]`, ok(`[2,3,4]`, nil)},
 		{"adhoc", "GET", g + "/queries/adhoc?q=" + url.QueryEscape("SELECT COUNT(*) FROM /orders"), "", "", ok(`[4]`, nil)},
 		{"servers", "GET", g + "/servers", "", "", ok(`["http://10.0.0.1:8080","http://10.0.0.2:8080"]`, map[string]string{"Location": "{base}/geode/v1/servers"})},
+		{"the document", "GET", g + "/openapi.json", "", "", expect{status: 200, body: ts.do(t, "GET", "/kv/v1/openapi.json", "", "").body}},
 		{"delete", "DELETE", g + "/orders/4", "", "", expect{status: 200}},
 		{"no route", "GET", g + "/orders/", "", "", fails(404, "no resource at GET /geode/v1/orders/")},
 		{"wrong method", "PUT", g + "/orders/keys", ctJSON, `{}`,
@@ -68,7 +69,7 @@ func TestGeodeAlias(t *testing.T) {
 func TestGeodeAliasUnderSecurity(t *testing.T) {
 	st := newTestStore(t)
 	ran := 0
-	srv := httptest.NewServer(New(Config{Auth: auth.New(securityFile(t)), Functions: fakeFunctions{ran: &ran}}, st, nil, nil).Handler())
+	srv := httptest.NewServer(validated(t, New(Config{Auth: auth.New(securityFile(t)), Functions: fakeFunctions{ran: &ran}}, st, nil, nil).Handler()))
 	t.Cleanup(srv.Close)
 	anon := &testServer{base: srv.URL, store: st}
 	reader := &testServer{base: srv.URL, store: st, user: "reader", password: "reader-pw"}

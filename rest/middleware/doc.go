@@ -3,7 +3,7 @@
 // request bodies (Decompress), cross-origin access for browsers (CORS),
 // request IDs (RequestID), and serving one path prefix as another
 // (AliasPrefix, for Geode's /geode/v1). Package rest puts them in its Echo
-// chain; they work for every route alike.
+// chain; they work for every route alike, the API's and Swagger UI's.
 //
 // What each guarantees, and why:
 //
@@ -13,8 +13,8 @@
 //     aborts its connection mid-body (http.ErrAbortHandler, how rest ends
 //     a listing that failed after its 200) leaves the gzip stream
 //     unfinished as well, so no layer of the client mistakes it for a
-//     whole answer. An answer that already has a Content-Encoding (say,
-//     pre-compressed assets) is left as it is.
+//     whole answer. An answer that already has a Content-Encoding (the
+//     pre-compressed assets of Swagger UI) is left as it is.
 //   - Decompress accepts Content-Encoding: gzip on request bodies and
 //     decodes them as they are read, so the body size limit that rest puts
 //     on the read applies to the decoded bytes: a small body that inflates

@@ -14,6 +14,8 @@ const (
 	raftPkg       = "github.com/hashicorp/raft"
 	memberlistPkg = "github.com/hashicorp/memberlist"
 	echoPkg       = "github.com/labstack/echo/v4"
+	swguiPkg      = "github.com/swaggest/swgui"
+	kinOpenAPIPkg = "github.com/getkin/kin-openapi"
 )
 
 // goList runs `go list` with a template over every package of the module.
@@ -84,6 +86,11 @@ func TestImportRules(t *testing.T) {
 		"function":        {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"rest":            {raftPkg, module + "/fsm", memberlistPkg},
 		"rest/input":      {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
+		// The API's description and Swagger UI: data and a page, nothing
+		// of kvnode's behaviour.
+		"rest/openapi": {module, echoPkg, raftPkg, memberlistPkg},
+		// HTTP conveniences that know nothing of the API's meaning.
+		"rest/middleware": {only(module + "/rest"), module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
 		"store/catalog":   {module + "/store", module + "/fsm", module + "/rest", module + "/cluster", raftPkg, memberlistPkg, echoPkg},
 		"store/listing":   {module + "/store", module + "/rest", module + "/cluster", memberlistPkg, echoPkg},
 		"store/placement": {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
@@ -172,6 +179,16 @@ func TestImportRules(t *testing.T) {
 		raftPkg:       {"store", "fsm"},
 		memberlistPkg: {"cluster"},
 		echoPkg:       {"rest", "cmd/kvnode"},
+		swguiPkg:      {"rest/openapi"},
+	}
+	// kin-openapi checks the OpenAPI document in tests; no kvnode binary
+	// links it. (.Imports lists non-test imports only.)
+	for pkg, list := range imports {
+		for _, imp := range list {
+			if hasPrefixPkg(imp, kinOpenAPIPkg) {
+				t.Errorf("%s imports %s; only tests may", rel(pkg), imp)
+			}
+		}
 	}
 	for pkg, list := range imports {
 		r := rel(pkg)

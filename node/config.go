@@ -58,6 +58,10 @@ type Config struct {
 	// PprofAddr, when set, is a debug listener serving /debug/pprof/
 	// (without authentication: keep it on loopback).
 	PprofAddr string
+	// CORSOrigins are the origins (scheme://host[:port], or "*") whose
+	// pages may call the REST API from a browser; empty keeps
+	// cross-origin access off.
+	CORSOrigins []string
 
 	// Version is what the node reports in gossip, /servers' member info
 	// and its start-up log line (cmd/kvnode stamps it at build time).
@@ -207,6 +211,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxQueryRows <= 0 {
 		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))
+	}
+	if err := rest.ValidateCORSOrigins(c.CORSOrigins); err != nil {
+		errs = append(errs, fmt.Errorf("--cors-origins: %w", err))
 	}
 	return errors.Join(errs...)
 }

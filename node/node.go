@@ -206,6 +206,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxBodyBytes:    cfg.MaxBodySize,
 		MaxQueryTime:    cfg.MaxQueryTime,
 		MaxQueryRows:    cfg.MaxQueryRows,
+		CORSOrigins:     cfg.CORSOrigins,
 		Logger:          logger.With("component", "rest"),
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{

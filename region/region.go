@@ -16,15 +16,74 @@ const (
 	Partition Kind = "PARTITION"
 )
 
-// ParseKind accepts a region type in any letter case.
+// ParseKind reads a region type in any letter case: REPLICATE or
+// PARTITION, or one of Apache Geode's region shortcuts where it has a
+// meaning here, so that a Geode user's scripts keep working.
+//
+// Geode's shortcuts add persistence, overflow to disk and redundancy to
+// the two data policies. A kvnode region always has what they ask for or
+// needs none of it: every entry is in the Raft log and snapshots on disk
+// (PERSISTENT), is never evicted (OVERFLOW only moves values to disk), and
+// lives on --replication-factor members (REDUNDANT; a cluster setting, not
+// a region's). So REPLICATE_* map to Replicate and PARTITION_* to
+// Partition. The shortcuts whose meaning kvnode cannot honour are refused
+// with the reason: PROXY and CACHING_PROXY regions hold no data on the
+// member that defines them, LOCAL ones live on one member without
+// replication, and *_HEAP_LRU ones destroy entries when the heap fills
+// (Geode's REPLICATE_HEAP_LRU too: its data policy is PRELOADED, its
+// eviction a local destroy).
 func ParseKind(s string) (Kind, error) {
-	switch Kind(strings.ToUpper(strings.TrimSpace(s))) {
-	case Replicate:
-		return Replicate, nil
-	case Partition:
-		return Partition, nil
+	name := strings.ToUpper(strings.TrimSpace(s))
+	switch Kind(name) {
+	case Replicate, Partition:
+		return Kind(name), nil
 	}
-	return "", fmt.Errorf("%w: region type %q is not REPLICATE or PARTITION", ErrInvalid, s)
+	if k, ok := geodeKinds[name]; ok {
+		return k, nil
+	}
+	for _, r := range geodeRefusals {
+		if r.matches(name) {
+			return "", fmt.Errorf("%w: region type %q is Geode's %s; kvnode regions are REPLICATE or PARTITION", ErrInvalid, s, r.why)
+		}
+	}
+	return "", fmt.Errorf("%w: region type %q is not REPLICATE or PARTITION (Geode's REPLICATE_* and PARTITION_* shortcuts are accepted too)", ErrInvalid, s)
+}
+
+// geodeKinds are Geode's region shortcuts that mean a kvnode kind; see
+// ParseKind.
+var geodeKinds = map[string]Kind{
+	"REPLICATE_PERSISTENT":                    Replicate,
+	"REPLICATE_OVERFLOW":                      Replicate,
+	"REPLICATE_PERSISTENT_OVERFLOW":           Replicate,
+	"PARTITION_REDUNDANT":                     Partition,
+	"PARTITION_PERSISTENT":                    Partition,
+	"PARTITION_REDUNDANT_PERSISTENT":          Partition,
+	"PARTITION_OVERFLOW":                      Partition,
+	"PARTITION_REDUNDANT_OVERFLOW":            Partition,
+	"PARTITION_PERSISTENT_OVERFLOW":           Partition,
+	"PARTITION_REDUNDANT_PERSISTENT_OVERFLOW": Partition,
+}
+
+// geodeRefusal is a family of Geode shortcuts kvnode cannot honour, and
+// why, in words for the client.
+type geodeRefusal struct {
+	prefix, contains string
+	why              string
+}
+
+func (r geodeRefusal) matches(name string) bool {
+	return strings.HasPrefix(name, r.prefix) && strings.Contains(name, r.contains)
+}
+
+// geodeRefusals are checked in order: the first that matches explains.
+var geodeRefusals = []geodeRefusal{
+	{prefix: "CACHING_PROXY", why: "client-side caching region: kvnode has no client caches; " +
+		"clients reach every region through any member's REST API"},
+	{contains: "PROXY", why: "proxy region, which holds no data on the member that defines it: " +
+		"every kvnode member hosts data, and a region is defined once for the whole cluster"},
+	{prefix: "LOCAL", why: "local region, which lives on one member and is not replicated: " +
+		"kvnode replicates every region through Raft"},
+	{contains: "HEAP_LRU", why: "region that destroys entries when the heap fills: kvnode never evicts entries"},
 }
 
 // Info describes one region as the APIs list it.

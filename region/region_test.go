@@ -15,8 +15,19 @@ func TestParseKind(t *testing.T) {
 		{"REPLICATE", Replicate, true},
 		{"replicate", Replicate, true},
 		{" Partition ", Partition, true},
-		{"PARTITION_REDUNDANT", "", false},
 		{"", "", false},
+		{"HASHED", "", false},
+		// Geode's shortcuts that mean one of the two kinds.
+		{"REPLICATE_PERSISTENT", Replicate, true},
+		{"replicate_overflow", Replicate, true},
+		{"REPLICATE_PERSISTENT_OVERFLOW", Replicate, true},
+		{"PARTITION_REDUNDANT", Partition, true},
+		{"PARTITION_PERSISTENT", Partition, true},
+		{"Partition_Redundant_Persistent", Partition, true},
+		{"PARTITION_OVERFLOW", Partition, true},
+		{"PARTITION_REDUNDANT_OVERFLOW", Partition, true},
+		{"PARTITION_PERSISTENT_OVERFLOW", Partition, true},
+		{"PARTITION_REDUNDANT_PERSISTENT_OVERFLOW", Partition, true},
 	} {
 		got, err := ParseKind(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
@@ -24,6 +35,32 @@ func TestParseKind(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseKind(%q) error %v does not wrap ErrInvalid", tc.in, err)
+		}
+	}
+}
+
+// TestParseKindRefusesWhatKvnodeCannotHonour: Geode's shortcuts without a
+// meaning here are refused with the reason, so a Geode user learns why
+// rather than getting a region that behaves otherwise.
+func TestParseKindRefusesWhatKvnodeCannotHonour(t *testing.T) {
+	for in, why := range map[string]string{
+		"PROXY":                        "holds no data on the member that defines it",
+		"PARTITION_PROXY":              "holds no data on the member that defines it",
+		"PARTITION_PROXY_REDUNDANT":    "holds no data on the member that defines it",
+		"replicate_proxy":              "holds no data on the member that defines it",
+		"CACHING_PROXY":                "kvnode has no client caches",
+		"CACHING_PROXY_HEAP_LRU":       "kvnode has no client caches",
+		"LOCAL":                        "lives on one member and is not replicated",
+		"LOCAL_PERSISTENT":             "lives on one member and is not replicated",
+		"LOCAL_HEAP_LRU":               "lives on one member and is not replicated",
+		"PARTITION_HEAP_LRU":           "kvnode never evicts entries",
+		"PARTITION_REDUNDANT_HEAP_LRU": "kvnode never evicts entries",
+		"REPLICATE_HEAP_LRU":           "kvnode never evicts entries",
+		"PARTITION_SOMETHING":          "is not REPLICATE or PARTITION",
+	} {
+		_, err := ParseKind(in)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), in) {
+			t.Errorf("ParseKind(%q) = %v; want ErrInvalid naming the type and saying %q", in, err, why)
 		}
 	}
 }

@@ -21,8 +21,13 @@ import (
 // principalKey is where the authenticated principal waits in the context.
 const principalKey = "kvnode.principal"
 
-// open are the routes that need no credentials: health probes.
-var open = map[string]bool{kvPrefix + "/ping": true, "/livez": true, "/readyz": true}
+// open are the routes that need no credentials: health probes, and the
+// API's description and Swagger UI, which are static (the calls Swagger UI
+// makes need credentials like any other).
+var open = map[string]bool{
+	kvPrefix + "/ping": true, "/livez": true, "/readyz": true,
+	kvPrefix + openAPIPath: true, docsPath: true, docsPath + "/*": true,
+}
 
 // authenticate is the middleware: credentials, then the route's
 // permissions.
@@ -43,7 +48,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		pr, err := s.cfg.Auth.Authenticate(client, user, password)
 		if err != nil {
 			// Never the password.
-			s.log.Warn("authentication failed", "user", user, "client", client, "method", req.Method, "path", req.URL.EscapedPath(), "error", err)
+			s.log.Warn("authentication failed", "user", user, "client", client, "method", req.Method, "path", req.URL.EscapedPath(), "error", err, requestID(c))
 			return err
 		}
 		c.Set(principalKey, pr)

@@ -75,8 +75,8 @@ func TestEveryEndpointUnderSecurity(t *testing.T) {
 	a := auth.New(securityFile(t))
 	a.SetFailureLimit(10_000, time.Minute)
 	ran := 0
-	srv := httptest.NewServer(New(Config{Auth: a, Functions: fakeFunctions{ran: &ran}}, st,
-		fixedMembers{"http://10.0.0.1:8080"}, fixedCluster{}).Handler())
+	srv := httptest.NewServer(validated(t, New(Config{Auth: a, Functions: fakeFunctions{ran: &ran}}, st,
+		fixedMembers{"http://10.0.0.1:8080"}, fixedCluster{}).Handler()))
 	t.Cleanup(srv.Close)
 	ts := &testServer{base: srv.URL, store: st, user: "admin", password: "admin-pw"}
 	ctx := context.Background()
@@ -123,6 +123,7 @@ func TestEveryEndpointUnderSecurity(t *testing.T) {
 		{"POST", "/management/v1/regions/{r}/indexes", j, `{"name":"i","expression":"o.n","from":"/{r} o"}`, 403, 201, false},
 		{"GET", "/management/v1/regions/{r}/indexes", "", "", 403, 200, false},
 		{"GET", "/management/v1/functions", "", "", 403, 200, false},
+		{"GET", "/management/v1/functions/js", "", "", 403, 200, false},
 		{"PUT", "/management/v1/functions/js", j, `{"source":"function execute(){}"}`, 403, 201, false},
 		{"DELETE", "/management/v1/functions/js", "", "", 403, 200, false},
 	}
@@ -213,7 +214,7 @@ func TestEveryEndpointUnderSecurity(t *testing.T) {
 func TestRegionAndKeyPermissions(t *testing.T) {
 	st := newTestStore(t)
 	a := auth.New(securityFile(t))
-	srv := httptest.NewServer(New(Config{Auth: a}, st, nil, nil).Handler())
+	srv := httptest.NewServer(validated(t, New(Config{Auth: a}, st, nil, nil).Handler()))
 	t.Cleanup(srv.Close)
 	ts := &testServer{base: srv.URL, store: st, user: "admin", password: "admin-pw"}
 	ts.mkRegion(t, "orders", region.Replicate, "k1", `{"n":1}`, "k2", `{"n":2}`)
@@ -278,7 +279,7 @@ func TestFailedLoginsAreThrottled(t *testing.T) {
 func TestThrottledAnswer(t *testing.T) {
 	a := auth.New(securityFile(t))
 	a.SetFailureLimit(2, 90*time.Second)
-	srv := httptest.NewServer(New(Config{Auth: a}, newTestStore(t), fixedMembers{"http://10.0.0.1:8080"}, fixedCluster{}).Handler())
+	srv := httptest.NewServer(validated(t, New(Config{Auth: a}, newTestStore(t), fixedMembers{"http://10.0.0.1:8080"}, fixedCluster{}).Handler()))
 	t.Cleanup(srv.Close)
 	bad := &testServer{base: srv.URL, user: "admin", password: "wrong"}
 	for i := 0; i < 2; i++ {

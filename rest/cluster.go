@@ -21,7 +21,7 @@ func (s *Server) listServers(c echo.Context) error {
 		urls = append(urls, s.members.RESTURLs()...)
 	}
 	slices.Sort(urls)
-	c.Response().Header().Set(echo.HeaderLocation, baseURL(c)+kvPrefix+"/servers")
+	c.Response().Header().Set(echo.HeaderLocation, kvBase(c)+"/servers")
 	return writeDoc(c, http.StatusOK, urls)
 }
 

@@ -33,6 +33,7 @@ func TestPingAndServers(t *testing.T) {
 		{"readyz", "GET", "/readyz", expect{status: 200, noBody: true}},
 		{"readyz HEAD", "HEAD", "/readyz", expect{status: 200, noBody: true}},
 		{"livez", "GET", "/livez", expect{status: 200, noBody: true}},
+		{"livez HEAD", "HEAD", "/livez", expect{status: 200, noBody: true}},
 		{"no route", "GET", "/nothing/here", fails(404, "GET /nothing/here")},
 		{"no route HEAD", "HEAD", "/nothing/here", expect{status: 404, noBody: true}},
 		{"region with trailing slash", "GET", "/kv/v1/orders/", fails(404, "/kv/v1/orders/")},
@@ -70,13 +71,13 @@ func TestClusterView(t *testing.T) {
 		{Name: "n1", Status: "failed", Suffrage: "nonvoter"},
 	}}
 	st := newTestStore(t)
-	srv := httptest.NewServer(New(Config{}, st, nil, fixedCluster{view: view}).Handler())
+	srv := httptest.NewServer(validated(t, New(Config{}, st, nil, fixedCluster{view: view}).Handler()))
 	t.Cleanup(srv.Close)
 	ts := &testServer{base: srv.URL, store: st}
 	ok(`{"leader":"n0","term":4,"members":[{"name":"n0","restUrl":"http://10.0.0.1:8080","groups":["east"],"status":"alive","suffrage":"voter"},`+
 		`{"name":"n1","groups":[],"status":"failed","suffrage":"nonvoter"}]}`, nil).check(t, ts, ts.do(t, "GET", "/management/v1/cluster", "", ""))
 
-	failing := httptest.NewServer(New(Config{}, st, nil, fixedCluster{err: fmt.Errorf("read configuration: %w", region.ErrNoLeader)}).Handler())
+	failing := httptest.NewServer(validated(t, New(Config{}, st, nil, fixedCluster{err: fmt.Errorf("read configuration: %w", region.ErrNoLeader)}).Handler()))
 	t.Cleanup(failing.Close)
 	fts := &testServer{base: failing.URL, store: st}
 	expect{status: 503, cause: "no leader", header: map[string]string{"Retry-After": "1"}}.check(t, fts, fts.do(t, "GET", "/management/v1/cluster", "", ""))
@@ -92,7 +93,7 @@ func TestPartitionsView(t *testing.T) {
 		{Group: 2, Buckets: []int{1}, Members: []string{"b"}},
 	}}
 	st := newTestStore(t)
-	srv := httptest.NewServer(New(Config{}, st, nil, fixedCluster{parts: parts}).Handler())
+	srv := httptest.NewServer(validated(t, New(Config{}, st, nil, fixedCluster{parts: parts}).Handler()))
 	t.Cleanup(srv.Close)
 	ts := &testServer{base: srv.URL, store: st}
 	ok(`{"partitionGroups":2,"replicationFactor":3,"buckets":113,"groups":[`+

@@ -26,7 +26,7 @@ func TestClientDisconnect(t *testing.T) {
 		<-ctx.Done()
 		return nil, fmt.Errorf("read orders/k: waiting for the leader: %w", ctx.Err())
 	}}
-	h := New(Config{Logger: logger}, st, nil, nil).Handler()
+	h := validated(t, New(Config{Logger: logger}, st, nil, nil).Handler())
 
 	ctx, disconnect := context.WithCancel(context.Background())
 	req := httptest.NewRequest("GET", "/kv/v1/orders/k", nil).WithContext(ctx)
@@ -74,7 +74,7 @@ func TestClientDisconnect(t *testing.T) {
 func TestCanceledWithClientPresent(t *testing.T) {
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := New(Config{Logger: logger}, failingStore(fmt.Errorf("read orders/k: %w", context.Canceled)), nil, nil).Handler()
+	h := validated(t, New(Config{Logger: logger}, failingStore(fmt.Errorf("read orders/k: %w", context.Canceled)), nil, nil).Handler())
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/kv/v1/orders/k", nil))
 	if rec.Code != http.StatusInternalServerError {

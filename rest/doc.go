@@ -1,6 +1,7 @@
 // Package rest is kvnode's HTTP API: Apache Geode's developer REST API under
-// /kv/v1 (regions, entries, /servers, /ping) and region management under
-// /management/v1/regions, served with Echo.
+// /kv/v1 (regions, entries, /servers, /ping), also served as /geode/v1, and
+// region management under /management/v1/regions, served with Echo, with
+// its OpenAPI document at /kv/v1/openapi.json and Swagger UI at /docs/.
 //
 // It owns the routes (all in routes.go), the handlers per resource
 // (entries.go, management.go, cluster.go), the reading of paths, query
@@ -8,7 +9,10 @@
 // written (response.go), and the one table that maps errors to HTTP
 // statuses (errors.go). What a key list, a parameter's value or a body
 // means, and which are refused, is decided by package rest/input, which
-// knows no HTTP. rest declares the interfaces it calls, Store and Members
+// knows no HTTP. The OpenAPI document and Swagger UI are package
+// rest/openapi's; gzip both ways, CORS, request IDs and the /geode/v1
+// alias are package rest/middleware's, which knows nothing of the API.
+// rest declares the interfaces it calls, Store and Members
 // (store.go); package store and package cluster implement them. Handlers
 // are thin: parse and validate, make one Store call, write the answer. The
 // semantics of put-if-absent, REPLACE, CAS and all-or-nothing multi-key
@@ -57,4 +61,23 @@
 //     very large regions over slow links.
 //   - GET /kv/v1/{region}/keys answers with Geode's Location:
 //     <base>/kv/v1/{region}/keys.
+//   - /geode/v1 is /kv/v1 under Geode's name: the path is rewritten before
+//     routing, so routes, permissions and answers are /kv/v1's; the URLs
+//     an answer names (Location, Content-Location) and the causes that
+//     quote the path use the prefix the request used, so a Geode client
+//     follows them without learning of /kv/v1. /management/v1 is Geode's
+//     path too and has no alias.
+//   - The OpenAPI document is the contract of every route: a test walks
+//     the router against it, and every exchange of this package's tests
+//     is validated against it (openapi_test.go). Change both together.
+//     It and Swagger UI's page and assets need no credentials (they are
+//     static); the calls Swagger UI makes need them like any other.
+//   - The order of the middleware chain matters (New): the request ID is
+//     given first and CORS answered next, before anything that can
+//     answer, so that every answer, a 414 included, carries both;
+//     compression wraps every writer of answers, error answers included;
+//     request bodies are decoded (gzip) only for authenticated requests,
+//     and the body size limit applies to the decoded bytes.
+//   - Every log line this package writes for a request ends with its
+//     request_id (X-Request-ID), so that a client's report can be found.
 package rest

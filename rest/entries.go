@@ -127,7 +127,7 @@ func (s *Server) listKeys(c echo.Context) error {
 
 // keysURL is <base>/kv/v1/{region}/keys.
 func keysURL(c echo.Context, regionName string) string {
-	return baseURL(c) + kvPrefix + "/" + url.PathEscape(regionName) + "/keys"
+	return kvBase(c) + "/" + url.PathEscape(regionName) + "/keys"
 }
 
 // getEntries is GET /kv/v1/{region}/{key} (the stored object; a missing key

@@ -12,6 +12,7 @@ import (
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/middleware"
 )
 
 // errorStatus is one row of the error → HTTP status table.
@@ -58,6 +59,7 @@ func errorStatuses() []errorStatus {
 		{as[*http.MaxBytesError](), http.StatusRequestEntityTooLarge},
 		{is(region.ErrTooLarge), http.StatusRequestEntityTooLarge},
 		{is(errUnsupportedMediaType), http.StatusUnsupportedMediaType},
+		{is(middleware.ErrUnsupportedEncoding), http.StatusUnsupportedMediaType},
 		{is(region.ErrNoLeader), http.StatusServiceUnavailable},
 		{is(region.ErrNotLeader), http.StatusServiceUnavailable},
 		{is(region.ErrIndeterminate), http.StatusServiceUnavailable},
@@ -119,14 +121,14 @@ func clientGone(err error, req *http.Request) bool {
 func (s *Server) handleError(err error, c echo.Context) {
 	req := c.Request()
 	if c.Response().Committed {
-		s.log.Warn("error after the response was sent", "method", req.Method, "path", req.URL.EscapedPath(), "error", err)
+		s.log.Warn("error after the response was sent", "method", req.Method, "path", req.URL.EscapedPath(), "error", err, requestID(c))
 		return
 	}
 	if clientGone(err, req) {
 		// Nobody is left to read an answer, and nothing failed on our side:
 		// not a server error. The status is nginx's 499 (client closed
 		// request), for the access log; the client never sees it.
-		s.log.Debug("client disconnected before the answer", "method", req.Method, "path", req.URL.EscapedPath(), "error", err)
+		s.log.Debug("client disconnected before the answer", "method", req.Method, "path", req.URL.EscapedPath(), "error", err, requestID(c))
 		c.Response().WriteHeader(statusClientClosedRequest)
 		return
 	}
@@ -151,7 +153,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		}
 	}
 	if status >= 500 {
-		s.log.Warn("request failed", "method", req.Method, "path", req.URL.EscapedPath(), "status", status, "error", err)
+		s.log.Warn("request failed", "method", req.Method, "path", req.URL.EscapedPath(), "status", status, "error", err, requestID(c))
 	}
 	if werr := writeDoc(c, status, struct {
 		Cause string `json:"cause"`

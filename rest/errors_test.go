@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/middleware"
 )
 
 // fakeStore answers every read of entries (Get) with get; it is how tests
@@ -53,6 +54,7 @@ func TestErrorTable(t *testing.T) {
 		{"MaxBytesError", wrap(&http.MaxBytesError{Limit: 10}), 413},
 		{"ErrTooLarge", wrap(region.ErrTooLarge), 413},
 		{"unsupported media type", wrap(errUnsupportedMediaType), 415},
+		{"unsupported content encoding", wrap(middleware.ErrUnsupportedEncoding), 415},
 		{"ErrNoLeader", wrap(region.ErrNoLeader), 503},
 		{"ErrNotLeader", wrap(region.ErrNotLeader), 503},
 		{"ErrIndeterminate", wrap(region.ErrIndeterminate), 503},
@@ -64,7 +66,7 @@ func TestErrorTable(t *testing.T) {
 			if got := statusOf(tc.err); got != tc.status {
 				t.Errorf("statusOf(%v) = %d, want %d", tc.err, got, tc.status)
 			}
-			ts := serve(t, Config{}, failingStore(tc.err), nil)
+			ts := serveUnchecked(t, Config{}, failingStore(tc.err))
 			r := ts.do(t, "GET", "/kv/v1/orders/k", "", "")
 			retry := ""
 			if tc.status == 503 {

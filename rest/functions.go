@@ -57,7 +57,7 @@ func (s *Server) listFunctions(c echo.Context) error {
 	if ids == nil {
 		ids = []string{}
 	}
-	c.Response().Header().Set(echo.HeaderLocation, baseURL(c)+kvPrefix+"/functions")
+	c.Response().Header().Set(echo.HeaderLocation, kvBase(c)+"/functions")
 	return writeDoc(c, http.StatusOK, struct {
 		Functions []string `json:"functions"`
 	}{ids})
@@ -113,7 +113,7 @@ func (s *Server) runFunction(c echo.Context) error {
 	if err != nil {
 		return functionFailed(c.Request().Context(), s.cfg.FunctionTimeout, err)
 	}
-	c.Response().Header().Set(echo.HeaderLocation, baseURL(c)+kvPrefix+"/functions/"+url.PathEscape(id))
+	c.Response().Header().Set(echo.HeaderLocation, kvBase(c)+"/functions/"+url.PathEscape(id))
 	if !hasResult {
 		return c.NoContent(http.StatusOK)
 	}

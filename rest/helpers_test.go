@@ -37,10 +37,22 @@ func newTestServer(t *testing.T) *testServer {
 	return serve(t, Config{}, newTestStore(t), fixedMembers{"http://10.0.0.2:8080", "http://10.0.0.1:8080"})
 }
 
-// serve starts a Server over st and members and stops it when the test ends.
+// serve starts a Server over st and members and stops it when the test
+// ends. Every exchange is checked against the OpenAPI document
+// (validated).
 func serve(t *testing.T, cfg Config, st Store, members Members) *testServer {
 	t.Helper()
-	srv := httptest.NewServer(New(cfg, st, members, nil).Handler())
+	srv := httptest.NewServer(validated(t, New(cfg, st, members, nil).Handler()))
+	t.Cleanup(srv.Close)
+	return &testServer{base: srv.URL, store: st}
+}
+
+// serveUnchecked is serve without the OpenAPI check, for tests whose fake
+// store answers what the real one never does (any error from a read), to
+// test the error table rather than an endpoint.
+func serveUnchecked(t *testing.T, cfg Config, st Store) *testServer {
+	t.Helper()
+	srv := httptest.NewServer(New(cfg, st, nil, nil).Handler())
 	t.Cleanup(srv.Close)
 	return &testServer{base: srv.URL, store: st}
 }

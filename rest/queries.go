@@ -34,7 +34,7 @@ func (s *Server) listQueries(c echo.Context) error {
 	if qs == nil {
 		qs = []region.NamedQuery{}
 	}
-	c.Response().Header().Set(echo.HeaderLocation, baseURL(c)+kvPrefix+"/queries")
+	c.Response().Header().Set(echo.HeaderLocation, kvBase(c)+"/queries")
 	return writeDoc(c, http.StatusOK, struct {
 		Queries []region.NamedQuery `json:"queries"`
 	}{qs})
@@ -69,7 +69,7 @@ func (s *Server) checkSyntax(text string) error {
 
 // queryURL is <base>/kv/v1/queries/{id}.
 func queryURL(c echo.Context, id string) string {
-	return baseURL(c) + kvPrefix + "/queries/" + url.PathEscape(id)
+	return kvBase(c) + "/queries/" + url.PathEscape(id)
 }
 
 // createQuery is POST /kv/v1/queries?id=ID&q=OQL: 201 with Location; an

@@ -96,6 +96,12 @@ func baseURL(c echo.Context) string {
 	return scheme + "://" + c.Request().Host
 }
 
+// kvBase is <base>/kv/v1, or <base>/geode/v1 for a request that came
+// through the alias: the URLs an answer names use the client's prefix.
+func kvBase(c echo.Context) string {
+	return baseURL(c) + apiPrefix(c)
+}
+
 // entryURL is <base>/kv/v1/{region}/{k1},{k2},... with every name escaped.
 // The single key "keys" is written %6Beys: plain, its URL would be the
 // /{region}/keys endpoint instead of the entry.
@@ -107,5 +113,5 @@ func entryURL(c echo.Context, regionName string, keys ...string) string {
 	if len(keys) == 1 && keys[0] == "keys" {
 		escaped[0] = "%6Beys"
 	}
-	return baseURL(c) + kvPrefix + "/" + url.PathEscape(regionName) + "/" + strings.Join(escaped, ",")
+	return kvBase(c) + "/" + url.PathEscape(regionName) + "/" + strings.Join(escaped, ",")
 }

@@ -6,12 +6,24 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/kvnode/kvnode/rest/middleware"
+	"github.com/kvnode/kvnode/rest/openapi"
 )
 
-// Path prefixes of the two APIs.
+// Path prefixes of the two APIs, and Geode's name for the first, which is
+// served as an alias of it (middleware.AliasPrefix), so that a Geode client
+// works by changing only the host.
 const (
 	kvPrefix         = "/kv/v1"
 	managementPrefix = "/management/v1"
+	geodePrefix      = "/geode/v1"
+)
+
+// The API's description (under kvPrefix) and Swagger UI.
+const (
+	openAPIPath = "/openapi.json"
+	docsPath    = "/docs"
 )
 
 // routes registers every route of the server; this file is the one place
@@ -90,6 +102,33 @@ func (s *Server) routes() {
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
+
+	// The API's OpenAPI document, and Swagger UI showing it (package
+	// openapi). Both are static and need no credentials.
+	s.fixed(kvPrefix+openAPIPath, map[string]echo.HandlerFunc{
+		http.MethodGet: s.openAPIDocument,
+	})
+	s.handle(http.MethodGet, docsPath, func(c echo.Context) error {
+		return c.Redirect(http.StatusMovedPermanently, docsPath+"/")
+	})
+	ui := echo.WrapHandler(openapi.SwaggerUI(docsPath+"/", kvPrefix+openAPIPath))
+	s.handle(http.MethodGet, docsPath+"/*", ui)
+	s.handle(http.MethodHead, docsPath+"/*", ui)
+}
+
+// openAPIDocument is GET /kv/v1/openapi.json: the OpenAPI 3 document of
+// this API.
+func (s *Server) openAPIDocument(c echo.Context) error {
+	return writeJSON(c, http.StatusOK, openapi.Document())
+}
+
+// apiPrefix is the prefix of /kv/v1 the request used: /geode/v1 through
+// the alias, else /kv/v1.
+func apiPrefix(c echo.Context) string {
+	if p := middleware.AliasUsed(c); p != "" {
+		return p
+	}
+	return kvPrefix
 }
 
 // handle registers h for method and path and remembers the method for the

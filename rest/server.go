@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/function"
+	"github.com/kvnode/kvnode/rest/middleware"
 )
 
 // Defaults for the zero Config.
@@ -40,7 +41,18 @@ type Config struct {
 	// FunctionTimeout bounds a function call (instead of RequestTimeout).
 	// Default 30s.
 	FunctionTimeout time.Duration
-	Logger          *slog.Logger
+	// CORSOrigins lets browser pages from these origins call the API
+	// (scheme://host[:port] each, or "*" for any; see
+	// ValidateCORSOrigins). Empty, the default, keeps cross-origin access
+	// off.
+	CORSOrigins []string
+	Logger      *slog.Logger
+}
+
+// ValidateCORSOrigins checks Config.CORSOrigins: each is "*" or an origin
+// as browsers send it, scheme://host[:port].
+func ValidateCORSOrigins(origins []string) error {
+	return middleware.ValidateOrigins(origins)
 }
 
 // Server is the HTTP API of one node. It holds no state of its own beyond
@@ -94,8 +106,18 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 		allow:   map[string][]string{},
 	}
 	e.HTTPErrorHandler = s.handleError
-	e.Pre(limitURL, routeOnEscapedPath)
-	e.Use(s.accessLog, s.recoverPanics, s.authenticate, s.deadline)
+	// Before routing: the request's ID first, so that every answer has
+	// it; CORS before anything that can answer, so that a page can read
+	// every answer, errors included; then the URL as the router sees it.
+	e.Pre(middleware.RequestID())
+	if len(cfg.CORSOrigins) > 0 {
+		e.Pre(middleware.CORS(cfg.CORSOrigins))
+	}
+	e.Pre(limitURL, middleware.AliasPrefix(geodePrefix, kvPrefix), routeOnEscapedPath)
+	// After routing: the client's URL back for everything that reads it;
+	// compression around everything that writes an answer; request bodies
+	// decoded only for authenticated requests.
+	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, s.recoverPanics, s.authenticate, middleware.Decompress(), s.deadline)
 	s.routes()
 	return s
 }
@@ -176,7 +198,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 				panic(r)
 			}
 			s.log.Error("handler panicked", "method", c.Request().Method,
-				"path", c.Request().URL.EscapedPath(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				"path", c.Request().URL.EscapedPath(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()), requestID(c))
 			err = &panicError{value: r}
 		}()
 		return next(c)
@@ -214,8 +236,16 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 				slog.Int("status", c.Response().Status),
 				slog.Int64("bytes", c.Response().Size),
 				slog.Duration("duration", time.Since(start)),
-				slog.String("remote", req.RemoteAddr))
+				slog.String("remote", req.RemoteAddr),
+				requestID(c))
 		}
 		return nil
 	}
+}
+
+// requestID is the attribute that ends every log line a request causes:
+// its ID (X-Request-ID), so that a client's report can be found in the
+// logs.
+func requestID(c echo.Context) slog.Attr {
+	return slog.String("request_id", middleware.RequestIDOf(c))
 }

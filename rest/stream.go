@@ -61,7 +61,7 @@ func (s *Server) streamList(c echo.Context, ls region.Listing, open []byte, item
 	if err != nil {
 		// The client went away (or its connection broke): nobody is left
 		// to tell. Returning ends the listing, whose Close stops the scans.
-		s.log.Debug("listing not sent to the end", "path", c.Request().URL.EscapedPath(), "error", err)
+		s.log.Debug("listing not sent to the end", "path", c.Request().URL.EscapedPath(), "error", err, requestID(c))
 		return nil
 	}
 	if err := ls.Err(); err != nil {
@@ -71,7 +71,7 @@ func (s *Server) streamList(c echo.Context, ls region.Listing, open []byte, item
 		return nil
 	}
 	if err := w.Flush(); err != nil {
-		s.log.Debug("listing not sent to the end", "path", c.Request().URL.EscapedPath(), "error", err)
+		s.log.Debug("listing not sent to the end", "path", c.Request().URL.EscapedPath(), "error", err, requestID(c))
 	}
 	return nil
 }
@@ -81,7 +81,7 @@ func (s *Server) streamList(c echo.Context, ls region.Listing, open []byte, item
 func (s *Server) abortStream(c echo.Context, err error) {
 	req := c.Request()
 	s.log.Warn("listing failed after its answer began; connection aborted, the client sees an incomplete body",
-		"method", req.Method, "path", req.URL.EscapedPath(), "error", err)
+		"method", req.Method, "path", req.URL.EscapedPath(), "error", err, requestID(c))
 	panic(http.ErrAbortHandler)
 }
 

@@ -155,6 +155,7 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
 	// Not a field of node.Config: Parse reads the file before anything else.
 	fs.String(ConfigFlag, "", "YAML file of flag values, keyed by flag name (http-addr: :9000); precedence: flag > KVNODE_* > file > default")
+	fs.Var(listValue{&cfg.CORSOrigins}, "cors-origins", "origins whose browser pages may call the REST API, scheme://host[:port],... or * for any (default: none, cross-origin access off)")
 	return fs
 }
 

@@ -142,6 +142,29 @@ func TestInvalidConfigs(t *testing.T) {
 	}
 }
 
+// TestCORSOrigins: --cors-origins (KVNODE_CORS_ORIGINS) is off by
+// default, takes a list of origins or *, and refuses anything that is not
+// an origin.
+func TestCORSOrigins(t *testing.T) {
+	cfg, _, err := Parse(nil, nil, io.Discard)
+	if err != nil || cfg.CORSOrigins != nil {
+		t.Fatalf("default: %q, %v; want none", cfg.CORSOrigins, err)
+	}
+	cfg, _, err = Parse(nil, []string{"KVNODE_CORS_ORIGINS=https://console.example.com, http://localhost:3000"}, io.Discard)
+	if err != nil || !slices.Equal(cfg.CORSOrigins, []string{"https://console.example.com", "http://localhost:3000"}) {
+		t.Errorf("from the environment: %q, %v", cfg.CORSOrigins, err)
+	}
+	cfg, _, err = Parse([]string{"--cors-origins", "*"}, []string{"KVNODE_CORS_ORIGINS=https://a.example.com"}, io.Discard)
+	if err != nil || !slices.Equal(cfg.CORSOrigins, []string{"*"}) {
+		t.Errorf("the flag over the environment: %q, %v", cfg.CORSOrigins, err)
+	}
+	for _, bad := range []string{"console.example.com", "https://x.com/app"} {
+		if _, _, err := Parse([]string{"--cors-origins", bad}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "--cors-origins") || !strings.Contains(err.Error(), bad) {
+			t.Errorf("--cors-origins %s: %v, want an error naming the flag and the origin", bad, err)
+		}
+	}
+}
+
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"1": 1, "512KiB": 512 << 10, "16MiB": 16 << 20, "2GiB": 2 << 30, "10B": 10} {
 		got, err := ParseSize(in)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/kvnode/kvnode/region"
 )
@@ -131,20 +132,61 @@ func ParseRegionConfig(body []byte) (region.Info, error) {
 	return region.Info{Name: cfg.Name, Kind: kind}, nil
 }
 
-// ParseIndex reads the body of an index creation on regionName,
-// {"name":..,"expression":"o.customerId","from":"/orders o"}. The
-// definition itself is the store's to check, when it compiles it.
+// ParseIndex reads the body of an index creation on regionName in either
+// of two shapes: kvnode's, {"name":..,"expression":"o.customerId",
+// "from":"/orders o"}, or Apache Geode's management API's,
+// {"name":..,"expression":"customerId","regionPath":"/orders",
+// "indexType":"RANGE"}. A Geode body becomes kvnode's with regionPath as
+// the FROM clause (a leading "/" added if missing). The definition itself
+// is the store's to check, when it compiles it.
+//
+// kvnode has one kind of index, sorted over a member path, which serves
+// both equality and range conditions: Geode's RANGE (FUNCTIONAL), HASH
+// and KEY (PRIMARY_KEY) index types are all accepted and become it. The
+// type is not kept: the index lists as kvnode's shape.
 func ParseIndex(regionName string, body []byte) (region.IndexInfo, error) {
 	var def struct {
-		Name       string `json:"name"`
-		Expression string `json:"expression"`
-		From       string `json:"from"`
+		Name       string  `json:"name"`
+		Expression string  `json:"expression"`
+		From       string  `json:"from"`
+		RegionPath *string `json:"regionPath"`
+		IndexType  *string `json:"indexType"`
 	}
-	shape := fmt.Sprintf(`an index is {"name":"...","expression":"o.customerId","from":"/%s o"}`, regionName)
+	shape := fmt.Sprintf(`an index is {"name":"...","expression":"o.customerId","from":"/%s o"} `+
+		`or, as in Geode, {"name":"...","expression":"customerId","regionPath":"/%[1]s","indexType":"RANGE"}`, regionName)
 	if err := decodeObject(body, &def, shape, "index"); err != nil {
 		return region.IndexInfo{}, err
 	}
-	return region.IndexInfo{Name: def.Name, Expression: def.Expression, From: def.From}, nil
+	info := region.IndexInfo{Name: def.Name, Expression: def.Expression, From: def.From}
+	if def.RegionPath == nil && def.IndexType == nil {
+		return info, nil
+	}
+	if def.From != "" {
+		return region.IndexInfo{}, fmt.Errorf("%w: an index has \"from\" (kvnode's shape) or \"regionPath\" and \"indexType\" (Geode's), not both", region.ErrInvalid)
+	}
+	if def.IndexType != nil {
+		if err := checkIndexType(*def.IndexType); err != nil {
+			return region.IndexInfo{}, err
+		}
+	}
+	if def.RegionPath == nil || strings.TrimSpace(*def.RegionPath) == "" {
+		return region.IndexInfo{}, fmt.Errorf("%w: a Geode index body needs \"regionPath\", e.g. \"/%s\"", region.ErrInvalid, regionName)
+	}
+	info.From = strings.TrimSpace(*def.RegionPath)
+	if !strings.HasPrefix(info.From, "/") {
+		info.From = "/" + info.From
+	}
+	return info, nil
+}
+
+// checkIndexType accepts Geode's index types, by their REST names or
+// their Java enum names, in any letter case.
+func checkIndexType(t string) error {
+	switch strings.ToUpper(strings.TrimSpace(t)) {
+	case "RANGE", "FUNCTIONAL", "HASH", "HASH_DEPRECATED", "KEY", "PRIMARY_KEY":
+		return nil
+	}
+	return fmt.Errorf("%w: indexType %q is not RANGE, HASH or KEY", region.ErrInvalid, t)
 }
 
 // FunctionSpec is a function deployment as a client sends it: everything

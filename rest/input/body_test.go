@@ -68,7 +68,8 @@ func TestManagementBodies(t *testing.T) {
 		t.Errorf("index %+v", def)
 	}
 	_, err = ParseIndex("100%", []byte(`{"name":"i","unique":true}`))
-	checkErr(t, err, `invalid request: an index is {"name":"...","expression":"o.customerId","from":"/100% o"}: json: unknown field "unique"`)
+	checkErr(t, err, `invalid request: an index is {"name":"...","expression":"o.customerId","from":"/100% o"} `+
+		`or, as in Geode, {"name":"...","expression":"customerId","regionPath":"/100%","indexType":"RANGE"}: json: unknown field "unique"`)
 
 	spec, err := ParseFunctionSpec([]byte(`{"source":"function execute(ctx) {}"}`))
 	checkErr(t, err, "")
@@ -84,4 +85,34 @@ func TestManagementBodies(t *testing.T) {
 	checkErr(t, err, `invalid request: "source" is required`)
 	_, err = ParseFunctionSpec([]byte(`{"source":"x"} 1`))
 	checkErr(t, err, "invalid request: malformed JSON: data after the function object")
+}
+
+// TestParseGeodeIndex: Geode's index body, {"name","expression",
+// "regionPath","indexType"}, is accepted beside kvnode's and becomes
+// kvnode's definition, regionPath as the FROM clause.
+func TestParseGeodeIndex(t *testing.T) {
+	for _, tc := range []struct{ body, from string }{
+		{`{"name":"i","expression":"customerId","regionPath":"/orders","indexType":"RANGE"}`, "/orders"},
+		{`{"name":"i","expression":"customerId","regionPath":"orders","indexType":"hash"}`, "/orders"},
+		{`{"name":"i","expression":"o.customerId","regionPath":"/orders o","indexType":"KEY"}`, "/orders o"},
+		{`{"name":"i","expression":"customerId","regionPath":"/orders","indexType":"PRIMARY_KEY"}`, "/orders"},
+		{`{"name":"i","expression":"customerId","regionPath":"/orders","indexType":"FUNCTIONAL"}`, "/orders"},
+		{`{"name":"i","expression":"customerId","regionPath":" /orders "}`, "/orders"},
+	} {
+		def, err := ParseIndex("orders", []byte(tc.body))
+		checkErr(t, err, "")
+		if def.Name != "i" || def.From != tc.from || def.Expression == "" || def.Region != "" || def.Path != nil {
+			t.Errorf("ParseIndex(%s) = %+v, want from %q", tc.body, def, tc.from)
+		}
+	}
+	for body, want := range map[string]string{
+		`{"name":"i","expression":"x","regionPath":"/orders","indexType":"BTREE"}`: `invalid request: indexType "BTREE" is not RANGE, HASH or KEY`,
+		`{"name":"i","expression":"x","indexType":"RANGE"}`:                        `invalid request: a Geode index body needs "regionPath", e.g. "/orders"`,
+		`{"name":"i","expression":"x","regionPath":"","indexType":"RANGE"}`:        `invalid request: a Geode index body needs "regionPath", e.g. "/orders"`,
+		`{"name":"i","expression":"x","from":"/orders o","regionPath":"/orders"}`:  `invalid request: an index has "from" (kvnode's shape) or "regionPath" and "indexType" (Geode's), not both`,
+		`{"name":"i","expression":"x","regionPath":1}`:                             `invalid request: an index is {"name":"...","expression":"o.customerId","from":"/orders o"} or, as in Geode, {"name":"...","expression":"customerId","regionPath":"/orders","indexType":"RANGE"}: json: cannot unmarshal number into Go struct field .regionPath of type string`,
+	} {
+		_, err := ParseIndex("orders", []byte(body))
+		checkErr(t, err, want)
+	}
 }

@@ -1,8 +1,8 @@
 // Package input turns what a REST client sends into checked values: the
 // key list of a path, the values of query parameters, and the JSON bodies
 // of writes (a multi-key PUT's array, a CAS pair), of a named query's run
-// (its bind values) and of the management API (a region, an index, a
-// function deployment).
+// (its bind values) and of the management API (a region, an index in
+// kvnode's or Geode's shape, a function deployment).
 //
 // Package rest reads the request (path unescaping, which parameter is
 // present, Content-Type, the body size limit) and hands the strings and

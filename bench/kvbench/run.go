@@ -86,12 +86,12 @@ func (b *bench) logf(format string, args ...any) {
 func (b *bench) setup(ctx context.Context) error {
 	cfg := b.cfg
 	if cfg.CreateRegion != "" {
-		if err := createRegion(ctx, cfg, b.tx); err != nil {
+		if err := b.createRegion(ctx); err != nil {
 			return err
 		}
 	}
 	var err error
-	if b.regionType, err = regionType(ctx, cfg, b.tx); err != nil {
+	if b.regionType, err = b.lookupRegion(ctx); err != nil {
 		return err
 	}
 	if cfg.Route == Leader {
@@ -104,7 +104,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if cfg.Workload == Query {
 		b.query = newQueryPlan(cfg)
 		if cfg.NamedQuery {
-			if err := storeQuery(ctx, b.query, b.tx); err != nil {
+			if err := b.storeQuery(ctx); err != nil {
 				return err
 			}
 		}

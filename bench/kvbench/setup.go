@@ -15,7 +15,7 @@ import (
 // answers while it elects a leader (503, or no answer) and is bounded.
 
 // setupWait bounds one setup step's retries.
-const setupWait = time.Minute
+const setupWait = 30 * time.Second
 
 // retryable is an answer worth asking again: no leader right now, or no
 // answer from that member.
@@ -25,15 +25,23 @@ func retryable(a answer, err error) bool {
 
 // call sends r to the endpoints in turn until one gives an answer that is
 // not retryable, for at most setupWait.
-func call(ctx context.Context, t *transport, r request) (answer, error) {
+func (b *bench) call(ctx context.Context, r request) (answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, setupWait)
 	defer cancel()
+	t := b.tx
 	var a answer
 	var err error
 	for n := 0; ; n++ {
 		a, err = t.send(ctx, t.endpoints[n%len(t.endpoints)], r)
 		if !retryable(a, err) {
 			return a, nil
+		}
+		if n == len(t.endpoints)-1 {
+			why := "503"
+			if err != nil {
+				why = err.Error()
+			}
+			b.logf("waiting up to %v for the cluster (%s %s: %s)", setupWait, r.method, r.path, why)
 		}
 		if !sleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
 			if err == nil {
@@ -46,16 +54,17 @@ func call(ctx context.Context, t *transport, r request) (answer, error) {
 
 // createRegion creates cfg's region with the management API; an existing
 // region of the same type is fine.
-func createRegion(ctx context.Context, cfg *Config, t *transport) error {
+func (b *bench) createRegion(ctx context.Context) error {
+	cfg := b.cfg
 	r := createRegionRequest(cfg.Region, cfg.CreateRegion)
-	a, err := call(ctx, t, r)
+	a, err := b.call(ctx, r)
 	switch {
 	case err != nil:
 		return fmt.Errorf("create region: %w", err)
 	case a.status == 201:
 		return nil
 	case a.status == 409:
-		kind, err := regionType(ctx, cfg, t)
+		kind, err := b.lookupRegion(ctx)
 		if err != nil {
 			return err
 		}
@@ -68,10 +77,11 @@ func createRegion(ctx context.Context, cfg *Config, t *transport) error {
 	}
 }
 
-// regionType is the type of cfg's region (REPLICATE or PARTITION), which
+// lookupRegion is the type of the region (REPLICATE or PARTITION), which
 // must exist.
-func regionType(ctx context.Context, cfg *Config, t *transport) (string, error) {
-	a, err := call(ctx, t, listRegionsRequest)
+func (b *bench) lookupRegion(ctx context.Context) (string, error) {
+	cfg := b.cfg
+	a, err := b.call(ctx, listRegionsRequest)
 	if err != nil {
 		return "", fmt.Errorf("list regions: %w", err)
 	}
@@ -97,9 +107,10 @@ func regionType(ctx context.Context, cfg *Config, t *transport) (string, error) 
 
 // storeQuery stores the named query under its id, replacing the text of a
 // query of the same id.
-func storeQuery(ctx context.Context, q *queryPlan, t *transport) error {
+func (b *bench) storeQuery(ctx context.Context) error {
+	q := b.query
 	r := createQueryRequest(q.id, q.text)
-	a, err := call(ctx, t, r)
+	a, err := b.call(ctx, r)
 	if err != nil {
 		return fmt.Errorf("store query %s: %w", q.id, err)
 	}
@@ -108,7 +119,7 @@ func storeQuery(ctx context.Context, q *queryPlan, t *transport) error {
 		return nil
 	case 409:
 		u := updateQueryRequest(q.id, q.text)
-		a, err := call(ctx, t, u)
+		a, err := b.call(ctx, u)
 		if err != nil {
 			return fmt.Errorf("update query %s: %w", q.id, err)
 		}

@@ -20,9 +20,8 @@ func WritePlot(w io.Writer, results []Result) error {
 		mode = fmt.Sprintf("fixed rate %s ops/s", thousands(r.TargetRate))
 	}
 	c := svgplot.Chart{
-		Title: fmt.Sprintf("kvbench %s on %s (%s)", r.Workload, r.Region, r.RegionType),
-		Subtitle: fmt.Sprintf("%s, %s keys %s, %d-byte values, %s reads, %d endpoint(s), %.0f s per point",
-			mode, thousands(float64(r.Keys)), r.Distribution, r.ValueBytes, r.Consistency, r.Endpoints, r.Seconds),
+		Title:    fmt.Sprintf("kvbench %s on %s (%s)", r.Workload, r.Region, r.RegionType),
+		Subtitle: fmt.Sprintf("%s, %s, %d endpoint(s), %.0f s per point", mode, r.dataDesc(), r.Endpoints, r.Seconds),
 	}
 	if r.Label != "" {
 		c.Title += " [" + r.Label + "]"

@@ -162,11 +162,12 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.Label != "" {
 		label = " [" + r.Label + "]"
 	}
-	fmt.Fprintf(&b, "%s on %s (%s), %d clients, %s%s\n", r.Workload, r.Region, r.RegionType, r.Concurrency, mode, label)
-	fmt.Fprintf(&b, "  %s keys %s, %d-byte values", thousands(float64(r.Keys)), r.Distribution, r.ValueBytes)
-	if r.ReadPercent > 0 || r.Workload == string(CAS) {
-		fmt.Fprintf(&b, ", %s reads", r.Consistency)
+	clients := "clients"
+	if r.Concurrency == 1 {
+		clients = "client"
 	}
+	fmt.Fprintf(&b, "%s on %s (%s), %d %s, %s%s\n", r.Workload, r.Region, r.RegionType, r.Concurrency, clients, mode, label)
+	fmt.Fprintf(&b, "  %s", r.dataDesc())
 	if r.Batch > 1 {
 		fmt.Fprintf(&b, ", %d keys per request", r.Batch)
 	}
@@ -202,6 +203,16 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// dataDesc says what the operations touch: the keys, their values and,
+// for a workload that reads, the reads' consistency.
+func (r *Result) dataDesc() string {
+	d := fmt.Sprintf("%s keys %s, %d-byte values", thousands(float64(r.Keys)), r.Distribution, r.ValueBytes)
+	if r.ReadPercent > 0 || r.Workload == string(CAS) {
+		d += fmt.Sprintf(", %s reads", r.Consistency)
+	}
+	return d
 }
 
 func writeLatency(b *strings.Builder, what string, l Latency) {

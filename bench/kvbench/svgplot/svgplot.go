@@ -38,7 +38,7 @@ const (
 	plotRight    = width - marginRight
 	plotTop      = marginTop
 	plotBottom   = height - marginBottom
-	yTicks       = 5
+	headroom     = 1.08 // the axis reaches at least this much above the highest point
 	throughputFg = "#1f77b4"
 	p99Fg        = "#d62728"
 )
@@ -153,10 +153,10 @@ func layout(c Chart) (*view, error) {
 		LegendThruX: plotLeft + 40, LegendP99X: (plotLeft+plotRight)/2 + 40,
 	}
 	xOf := xScale(pts)
-	thruMax, thruStep := niceAxis(maxOf(pts, func(p Point) float64 { return p.OpsPerSec }))
-	p99Max, p99Step := niceAxis(maxOf(pts, func(p Point) float64 { return p.P99Ms }))
+	steps, thruStep, p99Step := niceAxes(maxOf(pts, func(p Point) float64 { return p.OpsPerSec }), maxOf(pts, func(p Point) float64 { return p.P99Ms }))
+	thruMax, p99Max := thruStep*float64(steps), p99Step*float64(steps)
 	yOf := func(val, top float64) float64 { return plotBottom - val/top*(plotBottom-plotTop) }
-	for i := 0; i <= yTicks; i++ {
+	for i := 0; i <= steps; i++ {
 		tv := thruStep * float64(i)
 		pv := p99Step * float64(i)
 		v.LTicks = append(v.LTicks, tick{Pos: round(yOf(tv, thruMax)), Label: number(tv)})
@@ -182,35 +182,26 @@ func layout(c Chart) (*view, error) {
 const (
 	labelAbove = 9
 	labelBelow = 17
+	labelLine  = 13 // the height of a label's line
 )
 
 // placeLabels says where the two values of one concurrency are written:
-// throughput above its marker and p99 below its own, unless the markers
-// are close (then the upper marker's label goes above, the lower's below)
-// or a label would cross the plot's frame.
+// the upper marker's label above it, the lower's below it, so that they
+// move apart; when the lower one has no room below (near the x axis) its
+// label goes above, stacked over the upper's label when the two are close.
 func placeLabels(thruY, p99Y float64) (thruLabel, p99Label float64) {
-	above := func(y float64) float64 { return y - labelAbove }
-	below := func(y float64) float64 { return y + labelBelow }
-	if math.Abs(thruY-p99Y) < 24 {
-		upper, lower := min(thruY, p99Y), max(thruY, p99Y)
-		upperLabel, lowerLabel := above(upper), below(lower)
-		if lowerLabel > plotBottom-4 {
-			// No room below: both above, the lower marker's label higher.
-			lowerLabel = upperLabel - 13
+	upper, lower := min(thruY, p99Y), max(thruY, p99Y)
+	upperLabel, lowerLabel := upper-labelAbove, lower+labelBelow
+	if lowerLabel > plotBottom-4 {
+		lowerLabel = lower - labelAbove
+		if lowerLabel-upperLabel < labelLine {
+			lowerLabel = upperLabel - labelLine
 		}
-		if thruY <= p99Y {
-			return upperLabel, lowerLabel
-		}
-		return lowerLabel, upperLabel
 	}
-	thruLabel, p99Label = above(thruY), below(p99Y)
-	if p99Label > plotBottom-4 {
-		p99Label = above(p99Y)
+	if thruY <= p99Y {
+		return upperLabel, lowerLabel
 	}
-	if thruLabel < plotTop+12 {
-		thruLabel = below(thruY)
-	}
-	return thruLabel, p99Label
+	return lowerLabel, upperLabel
 }
 
 func bad(f float64) bool { return f < 0 || math.IsNaN(f) || math.IsInf(f, 0) }
@@ -240,20 +231,38 @@ func maxOf(pts []Point, f func(Point) float64) float64 {
 	return m
 }
 
-// niceAxis is an axis from 0 with yTicks steps of 1, 2, 2.5 or 5 × 10^k
-// that holds m with some headroom.
-func niceAxis(m float64) (top, step float64) {
+// niceStep is the smallest step of 1, 2, 2.5 or 5 × 10^k with which n
+// steps from 0 reach m × headroom.
+func niceStep(m float64, n int) float64 {
 	if m <= 0 {
-		return yTicks, 1
+		return 1
 	}
-	raw := m * 1.12 / yTicks
+	raw := m * headroom / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, f := range []float64{1, 2, 2.5, 5, 10} {
-		if step = f * mag; step >= raw {
-			break
+	for _, f := range []float64{1, 2, 2.5, 5} {
+		if f*mag >= raw {
+			return f * mag
 		}
 	}
-	return step * yTicks, step
+	return 10 * mag
+}
+
+// niceAxes chooses the two axes' steps, and their common number of steps
+// (4 to 6, so that both sets of ticks sit on the grid lines), wasting the
+// least height above the points; 5 steps when it is a tie.
+func niceAxes(left, right float64) (steps int, leftStep, rightStep float64) {
+	best := math.Inf(1)
+	for _, n := range []int{5, 4, 6} {
+		l, r := niceStep(left, n), niceStep(right, n)
+		waste := l*float64(n)/max(left, 1e-9) + r*float64(n)/max(right, 1e-9)
+		if left <= 0 || right <= 0 {
+			waste = float64(n % 5) // nothing to fit: five steps
+		}
+		if waste < best {
+			best, steps, leftStep, rightStep = waste, n, l, r
+		}
+	}
+	return steps, leftStep, rightStep
 }
 
 // number prints a value for a label: thousands separated, decimals only

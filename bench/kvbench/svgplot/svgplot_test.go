@@ -90,7 +90,7 @@ func TestLayout(t *testing.T) {
 			t.Errorf("p99 rises but its point does not: %v", v.P99)
 		}
 	}
-	if v.LTicks[0].Label != "0" || v.LTicks[yTicks].Label != "10,000" || v.RTicks[yTicks].Label != "50" {
+	if n := len(v.LTicks) - 1; v.LTicks[0].Label != "0" || v.LTicks[n].Label != "10,000" || v.RTicks[n].Label != "50" || len(v.RTicks) != n+1 {
 		t.Errorf("axes: left %v, right %v", v.LTicks, v.RTicks)
 	}
 
@@ -113,13 +113,46 @@ func TestLayout(t *testing.T) {
 	}
 }
 
-func TestNiceAxis(t *testing.T) {
-	for _, c := range []struct{ max, top, step float64 }{
-		{8012.5, 10000, 2000}, {4061, 5000, 1000}, {9.8, 12.5, 2.5}, {0, 5, 1}, {0.3, 0.5, 0.1}, {100, 125, 25},
+func TestNiceAxes(t *testing.T) {
+	for _, c := range []struct {
+		left, right  float64
+		steps        int
+		lstep, rstep float64
+	}{
+		{8012.5, 40.25, 5, 2000, 10}, // 10,000 and 50
+		{11199, 6.55, 5, 2500, 2},    // 12,500 and 10: four steps would need 20,000 on the left
+		{4061, 9.8, 5, 1000, 2.5},    // 5,000 and 12.5
+		{5500, 5.5, 6, 1000, 1},      // 6,000 and 6, where five steps would need 10,000 and 10
+		{0, 0, 5, 1, 1},
+		{0.3, 0.3, 4, 0.1, 0.1}, // 0.4, where five steps would need 0.5
 	} {
-		top, step := niceAxis(c.max)
-		if math.Abs(top-c.top) > 1e-9 || math.Abs(step-c.step) > 1e-9 || top < c.max {
-			t.Errorf("niceAxis(%v) = %v, %v; want %v, %v", c.max, top, step, c.top, c.step)
+		n, l, r := niceAxes(c.left, c.right)
+		if n != c.steps || math.Abs(l-c.lstep) > 1e-9 || math.Abs(r-c.rstep) > 1e-9 {
+			t.Errorf("niceAxes(%v, %v) = %d steps of %v and %v; want %d of %v and %v", c.left, c.right, n, l, r, c.steps, c.lstep, c.rstep)
+		}
+		if float64(n)*l < c.left*headroom || float64(n)*r < c.right*headroom {
+			t.Errorf("niceAxes(%v, %v): %d steps of %v and %v do not hold the points", c.left, c.right, n, l, r)
+		}
+	}
+}
+
+// TestLabelsApart: the two labels of a concurrency never overlap, and
+// stay inside the plot, wherever the markers are.
+func TestLabelsApart(t *testing.T) {
+	for thru := 0.0; thru <= 1; thru += 0.01 {
+		for p99 := 0.0; p99 <= 1; p99 += 0.01 {
+			// Markers at most 1/headroom of the way up, as niceAxes leaves them.
+			ty := plotBottom - thru/headroom*(plotBottom-plotTop)
+			py := plotBottom - p99/headroom*(plotBottom-plotTop)
+			tl, pl := placeLabels(ty, py)
+			if math.Abs(tl-pl) < labelLine {
+				t.Fatalf("markers at %v and %v: labels at %v and %v overlap", ty, py, tl, pl)
+			}
+			for _, l := range []float64{tl, pl} {
+				if l < plotTop+labelLine || l > plotBottom-4 {
+					t.Fatalf("markers at %v and %v: a label at %v leaves the plot", ty, py, l)
+				}
+			}
 		}
 	}
 }

@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/bench/kvbench"
 	"github.com/kvnode/kvnode/internal/waitfor"
+	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
 
@@ -239,4 +243,105 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := kvbench.Run(context.Background(), cfg, kvbench.Output{}); err == nil || !strings.Contains(err.Error(), "exists as PARTITION") {
 		t.Errorf("creating events as REPLICATE: %v", err)
 	}
+}
+
+// TestSecureEndToEnd: a member serving HTTPS with security on is loaded
+// with the CA's certificate and a user's credentials; what the user may
+// not do is counted as 403s, wrong credentials and an unknown CA stop the
+// setup.
+func TestSecureEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	ca := nodetest.NewCA(t, "kvbench test CA")
+	caPath := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caPath, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	security := securityFile(t, dir)
+	c := nodetest.New(t)
+	c.Tune = func(name string, cfg *node.Config) {
+		cfg.TLSCert, cfg.TLSKey = ca.Issue(t, dir, name)
+		cfg.SecurityFile = security
+	}
+	n := c.Start("n1", 1)
+	url := "https://" + n.HTTPAddr()
+
+	config := func(w kvbench.Workload, user, password string) kvbench.Config {
+		cfg := kvbench.Default()
+		cfg.Endpoints, cfg.CACert, cfg.User, cfg.Password = []string{url}, caPath, user, password
+		cfg.Workload, cfg.Region, cfg.Keys, cfg.MaxOps, cfg.Concurrency = w, "secure", 10, 50, []int{2}
+		return cfg
+	}
+	run := func(cfg kvbench.Config) (kvbench.Result, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		results, err := kvbench.Run(ctx, cfg, kvbench.Output{})
+		if len(results) == 0 {
+			return kvbench.Result{}, err
+		}
+		return results[0], err
+	}
+
+	// The admin creates the region, preloads and writes, through the leader.
+	cfg := config(kvbench.Put, "admin", "admin-pw")
+	cfg.CreateRegion, cfg.Route = "PARTITION", kvbench.Leader
+	if r, err := run(cfg); err != nil || r.OK != 50 || r.LeaderRouted != 50 {
+		t.Fatalf("admin's put: %+v, %v", r, err)
+	}
+	// The viewer reads (with a client certificate too), and may not write.
+	cfg = config(kvbench.Get, "viewer", "viewer-pw")
+	cfg.Preload = false
+	cfg.Cert, cfg.Key = ca.Issue(t, dir, "client")
+	if r, err := run(cfg); err != nil || r.OK != 50 {
+		t.Errorf("viewer's get: %+v, %v", r, err)
+	}
+	cfg = config(kvbench.Put, "viewer", "viewer-pw")
+	cfg.Preload = false
+	if r, err := run(cfg); err != nil || r.OK != 0 || r.ErrorsByKind["403"] != 50 {
+		t.Errorf("viewer's put: %d ok, errors %v, %v; want fifty 403s", r.OK, r.ErrorsByKind, err)
+	}
+	// A wrong password, and a CA that did not sign the member's
+	// certificate, stop the run before it starts.
+	if _, err := run(config(kvbench.Get, "viewer", "nope")); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("a wrong password: %v", err)
+	}
+	other := config(kvbench.Get, "viewer", "viewer-pw")
+	other.CACert = filepath.Join(dir, "other.pem")
+	if err := os.WriteFile(other.CACert, nodetest.NewCA(t, "another CA").PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if _, err := run(other); err == nil || !strings.Contains(err.Error(), "certificate") || time.Since(t0) > 10*time.Second {
+		t.Errorf("another CA: %v after %v", err, time.Since(t0))
+	}
+}
+
+// securityFile writes a security file with admin (everything) and viewer
+// (reads, and the cluster's view for --route leader).
+func securityFile(t *testing.T, dir string) string {
+	t.Helper()
+	hash := func(pw string) string {
+		h, err := auth.HashPassword([]byte(pw + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	data, err := json.Marshal(auth.File{
+		Users: []auth.User{
+			{Name: "admin", Password: hash("admin-pw"), Roles: []string{"admin"}},
+			{Name: "viewer", Password: hash("viewer-pw"), Roles: []string{"reader"}},
+		},
+		Roles: []auth.Role{
+			{Name: "admin", Permissions: []string{"DATA:READ", "DATA:WRITE", "CLUSTER:READ", "CLUSTER:MANAGE"}},
+			{Name: "reader", Permissions: []string{"DATA:READ", "CLUSTER:READ"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "security.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -3,7 +3,6 @@ package kvbench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 )
@@ -36,6 +35,24 @@ func (m *leaderMap) leaderOf(key string) string {
 	return m.bucketURL[bucketOf(key, len(m.bucketURL))]
 }
 
+// unknown counts the groups' buckets (or the control group) whose leader
+// the map does not know.
+func (m *leaderMap) unknown() int {
+	if !m.partitioned {
+		if m.control == "" {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	for _, u := range m.bucketURL {
+		if u == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // bucketOf is fnv64a(key) mod buckets.
 func bucketOf(key string, buckets int) int {
 	h := fnv.New64a()
@@ -63,20 +80,21 @@ type partitionsDoc struct {
 	} `json:"groups"`
 }
 
-// fetchLeaders asks the cluster who leads, through the first endpoint
-// that answers.
-func fetchLeaders(ctx context.Context, cfg *Config, t *transport, partitioned bool) (*leaderMap, error) {
+// fetchLeaders asks the cluster who leads (waiting while it answers 503,
+// as it does before the partition table exists).
+func (b *bench) fetchLeaders(ctx context.Context) (*leaderMap, error) {
+	partitioned := b.regionType == "PARTITION"
 	var cl clusterDoc
-	if err := getDoc(ctx, t, clusterRequest, "cluster view", &cl); err != nil {
+	if err := b.getDoc(ctx, clusterRequest, "cluster view", &cl); err != nil {
 		return nil, err
 	}
 	var pt partitionsDoc
 	if partitioned {
-		if err := getDoc(ctx, t, partitionsRequest, "partition table", &pt); err != nil {
+		if err := b.getDoc(ctx, partitionsRequest, "partition table", &pt); err != nil {
 			return nil, err
 		}
 	}
-	return buildLeaderMap(cfg, cl, pt, partitioned)
+	return buildLeaderMap(b.cfg, cl, pt, partitioned)
 }
 
 // buildLeaderMap joins the two documents: leader names to the URLs their
@@ -113,22 +131,17 @@ func buildLeaderMap(cfg *Config, cl clusterDoc, pt partitionsDoc, partitioned bo
 	return lm, nil
 }
 
-// getDoc GETs a JSON document from the first endpoint that answers 200.
-func getDoc(ctx context.Context, t *transport, r request, what string, doc any) error {
-	var errs []error
-	for _, ep := range t.endpoints {
-		a, err := t.send(ctx, ep, r)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s from %s: %w", what, ep, err))
-		case a.status != 200:
-			errs = append(errs, fmt.Errorf("%s from %s: %w", what, ep, unexpected(r.method+" "+r.path, a)))
-		default:
-			if err := json.Unmarshal(a.body, doc); err != nil {
-				return fmt.Errorf("%s from %s: %w", what, ep, err)
-			}
-			return nil
-		}
+// getDoc GETs a JSON document.
+func (b *bench) getDoc(ctx context.Context, r request, what string, doc any) error {
+	a, err := b.call(ctx, r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return errors.Join(errs...)
+	if a.status != 200 {
+		return fmt.Errorf("%s: %w", what, unexpected(r.method+" "+r.path, a))
+	}
+	if err := json.Unmarshal(a.body, doc); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }

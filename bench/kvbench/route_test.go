@@ -59,7 +59,7 @@ func TestLeaderMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := lm.leaderOf("anything"); got != "http://127.0.0.1:8082" {
+	if got := lm.leaderOf("anything"); got != "http://127.0.0.1:8082" || lm.unknown() != 0 {
 		t.Errorf("replicated: leader %q, want n2's URL", got)
 	}
 
@@ -81,6 +81,10 @@ func TestLeaderMap(t *testing.T) {
 	}
 	if len(counts) != 3 {
 		t.Errorf("keys reached %v", counts)
+	}
+	// Buckets 2, 5, ..., 110 are n3's, which is not alive.
+	if n := lm.unknown(); n != 37 {
+		t.Errorf("%d buckets without a known leader, want 37", n)
 	}
 
 	// A member advertising an address off this machine is refused, as an

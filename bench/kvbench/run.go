@@ -95,11 +95,9 @@ func (b *bench) setup(ctx context.Context) error {
 		return err
 	}
 	if cfg.Route == Leader {
-		lm, err := fetchLeaders(ctx, cfg, b.tx, b.regionType == "PARTITION")
-		if err != nil {
-			return fmt.Errorf("--route leader: %w", err)
+		if err := b.findLeaders(ctx); err != nil {
+			return err
 		}
-		b.tx.leaders.Store(lm)
 	}
 	if cfg.Workload == Query {
 		b.query = newQueryPlan(cfg)
@@ -119,6 +117,36 @@ func (b *bench) setup(ctx context.Context) error {
 	return nil
 }
 
+// leaderWait bounds the wait for every group to have a leader, as a
+// cluster just started has not yet.
+const leaderWait = 10 * time.Second
+
+// findLeaders makes the first leader map, waiting up to leaderWait for a
+// leader in every group; the keys of a group still without one go round
+// robin until a refresh finds it.
+func (b *bench) findLeaders(ctx context.Context) error {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		lm, err := b.fetchLeaders(ctx)
+		if err != nil {
+			return fmt.Errorf("--route leader: %w", err)
+		}
+		b.tx.leaders.Store(lm)
+		n := lm.unknown()
+		if n == 0 {
+			return nil
+		}
+		if !time.Now().Before(deadline) || !sleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
+			if lm.partitioned {
+				b.logf("leader routing: %d of %d buckets have no leader yet; their keys go round robin until one is elected", n, len(lm.bucketURL))
+			} else {
+				b.logf("leader routing: the control group has no leader yet; keys go round robin until one is elected")
+			}
+			return nil
+		}
+	}
+}
+
 // refreshLeaders asks who leads every leaderRefresh until stopped; a
 // failed look keeps the map it has.
 func (b *bench) refreshLeaders(ctx context.Context) (stop func()) {
@@ -134,7 +162,7 @@ func (b *bench) refreshLeaders(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if lm, err := fetchLeaders(ctx, b.cfg, b.tx, b.regionType == "PARTITION"); err == nil {
+				if lm, err := b.fetchLeaders(ctx); err == nil {
 					b.tx.leaders.Store(lm)
 				} else if ctx.Err() == nil {
 					b.logf("leader routing: %v (keeping the last map)", err)

@@ -2,6 +2,7 @@ package kvbench
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +19,13 @@ import (
 const setupWait = 30 * time.Second
 
 // retryable is an answer worth asking again: no leader right now, or no
-// answer from that member.
+// answer from that member (but for a certificate it does not trust, which
+// asking again will not change).
 func retryable(a answer, err error) bool {
+	var cve *tls.CertificateVerificationError
+	if errors.As(err, &cve) {
+		return false
+	}
 	return err != nil || a.status == 503
 }
 
@@ -34,7 +40,7 @@ func (b *bench) call(ctx context.Context, r request) (answer, error) {
 	for n := 0; ; n++ {
 		a, err = t.send(ctx, t.endpoints[n%len(t.endpoints)], r)
 		if !retryable(a, err) {
-			return a, nil
+			return a, err
 		}
 		if n == len(t.endpoints)-1 {
 			why := "503"

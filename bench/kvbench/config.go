@@ -110,7 +110,7 @@ type Config struct {
 	Keys      int
 	KeyPrefix string
 	// ValueSize is the size in bytes of the values written (at least the
-	// order-shaped value without padding, ~150 bytes).
+	// order-shaped value without padding, ~120 bytes).
 	ValueSize int
 	// Zipf draws keys from a zipf distribution with ZipfS (> 1) and ZipfV
 	// (≥ 1), key 0 the most frequent; else uniformly.

@@ -169,7 +169,9 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		out.Progress = nil
 	}
 	results, err := kvbench.Run(ctx, cfg, out)
-	if err != nil {
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "kvbench: interrupted")
+	} else if err != nil {
 		fmt.Fprintln(stderr, "kvbench:", err)
 		if len(results) == 0 {
 			return exitFailed

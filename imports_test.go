@@ -107,6 +107,13 @@ func TestImportRules(t *testing.T) {
 		// The client commands speak REST only, as any client of the API does:
 		// no package of the server, not even region's vocabulary.
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
+		// The load tool is a client of the API like any other, as cli is:
+		// REST only, no package of the server (it re-states the bucket hash
+		// rather than import partition).
+		"bench/kvbench": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
+		"cmd/kvbench":   append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
+		// The sweep's chart is pure: points in, an SVG document out.
+		"bench/kvbench/svgplot": {module},
 		// The model states what the REST API promises, whatever serves it,
 		// and is pure: no network, no processes.
 		"chaos/model": {module, "net", "os/exec"},

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kvnode/kvnode/bench/kvbench"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the run could not be set up, or a point had no successful operation
+	exitUsage   = 2
+	envPrefix   = "KVNODE_" // the credentials' variables are the kvnode client's
+	usageHeader = `kvbench drives load against a kvnode cluster over its REST API and reports
+throughput and latency percentiles.
+
+Usage: kvbench [flags]
+
+Examples:
+  kvbench --workload put --concurrency 1,16,64 --duration 10s --plot put.svg
+  kvbench --workload get --consistency stale --keys 10000 --distribution zipf
+  kvbench --workload mixed --read-percent 90 --rate 2000 --concurrency 64
+  kvbench --create-region events:PARTITION --workload put --route leader \
+          --endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
+
+Workloads: put (PUT /kv/v1/{region}/{key}, upsert), get (GET, linearizable or
+--consistency stale), put-if-absent (POST ?key=, fresh keys), cas (GET, then
+PUT ?op=CAS {"@old","@new"}), mixed (get/put), multi-put (PUT k1,k2,... with an
+array body, --batch keys), query (GET /queries/adhoc?q=, or with --named-query
+POST /queries/{id}).
+
+Credentials: --user and --password-file (or --password), or KVNODE_USER and
+KVNODE_PASSWORD (KVNODE_PASSWORD_FILE); a flag wins over its variable.
+
+Flags:
+`
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// run is kvbench with a command line and environment: flags into a
+// kvbench.Config, the run, the plot.
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	cfg := kvbench.Default()
+	fs := pflag.NewFlagSet("kvbench", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHeader)
+		fs.PrintDefaults()
+	}
+	var (
+		passwordFile, consistency, distribution, concurrency, createRegion, plot string
+		workload, route                                                          string
+		jsonOut, quiet                                                           bool
+	)
+	fs.StringSliceVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "member base URLs, comma-separated or repeated")
+	fs.BoolVar(&cfg.AllowNonLoopback, "allow-nonloopback", false, "allow endpoints that are not loopback addresses")
+	fs.StringVar(&route, "route", string(cfg.Route), "round-robin: endpoints in turn; leader: each key to its group's leader (management API)")
+	fs.StringVarP(&cfg.User, "user", "u", "", "user for HTTP Basic authentication (env KVNODE_USER)")
+	fs.StringVar(&cfg.Password, "password", "", "password (env KVNODE_PASSWORD); prefer --password-file")
+	fs.StringVar(&passwordFile, "password-file", "", "file whose first line is the password (env KVNODE_PASSWORD_FILE)")
+	fs.StringVar(&cfg.CACert, "cacert", "", "PEM file of the CA that signed the members' certificates")
+	fs.StringVar(&cfg.Cert, "cert", "", "PEM client certificate, with --key")
+	fs.StringVar(&cfg.Key, "key", "", "PEM private key of --cert")
+	fs.BoolVar(&cfg.Insecure, "insecure-skip-verify", false, "accept any server certificate (tests only)")
+	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "bound on each request")
+	fs.StringVar(&cfg.Region, "region", cfg.Region, "region to load")
+	fs.StringVar(&createRegion, "create-region", "", "create the region first if absent, NAME:REPLICATE or NAME:PARTITION (sets --region)")
+	fs.StringVarP(&workload, "workload", "w", string(cfg.Workload), "put, get, put-if-absent, cas, mixed, multi-put or query")
+	fs.StringVar(&consistency, "consistency", "linearizable", "reads (get, mixed, cas, query): linearizable or stale")
+	fs.IntVar(&cfg.ReadPercent, "read-percent", cfg.ReadPercent, "percent of gets in the mixed workload")
+	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "keys per request of multi-put")
+	fs.StringVar(&cfg.Query, "query", cfg.Query, "OQL of the query workload; {region} is the region, $1.. a random customer id")
+	fs.BoolVar(&cfg.NamedQuery, "named-query", false, "run the query as a named query (stored under --query-id) instead of ad hoc")
+	fs.StringVar(&cfg.QueryID, "query-id", cfg.QueryID, "id of the named query")
+	fs.IntVar(&cfg.Keys, "keys", cfg.Keys, "size of the key space")
+	fs.StringVar(&cfg.KeyPrefix, "key-prefix", cfg.KeyPrefix, "prefix of every key")
+	fs.IntVar(&cfg.ValueSize, "value-size", cfg.ValueSize, "bytes per value (an order-shaped JSON object)")
+	fs.StringVar(&distribution, "distribution", "uniform", "key choice: uniform or zipf")
+	fs.Float64Var(&cfg.ZipfS, "zipf-s", cfg.ZipfS, "zipf exponent s (> 1; larger is more skewed)")
+	fs.Float64Var(&cfg.ZipfV, "zipf-v", cfg.ZipfV, "zipf offset v (≥ 1)")
+	fs.StringVarP(&concurrency, "concurrency", "c", "16", "clients in flight; a list (1,16,64,256) sweeps them in turn")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "fixed rate in ops/s (open loop, latency from each op's due time); 0: closed loop")
+	fs.DurationVarP(&cfg.Duration, "duration", "d", cfg.Duration, "measured time of each point")
+	fs.DurationVar(&cfg.Warmup, "warmup", 0, "unmeasured load before each point")
+	fs.Int64VarP(&cfg.MaxOps, "ops", "n", cfg.MaxOps, "at most this many operations per point (and per warm-up)")
+	fs.BoolVar(&cfg.Preload, "preload", true, "write every key before the first point (not for put-if-absent)")
+	fs.DurationVar(&cfg.PreloadTimeout, "preload-timeout", cfg.PreloadTimeout, "bound on the preload")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
+	fs.StringVar(&cfg.Label, "label", "", "free text echoed in every result")
+	fs.BoolVar(&jsonOut, "json", false, "print one JSON object per point instead of the summary")
+	fs.StringVar(&plot, "plot", "", "write an SVG of throughput and p99 against concurrency to this file")
+	fs.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on standard error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "kvbench: %v (kvbench --help lists the flags)\n", err)
+		return exitUsage
+	}
+	usage := func(err error) int {
+		fmt.Fprintln(stderr, "kvbench:", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	fromEnv(fs, env, &cfg, &passwordFile)
+	cfg.Workload, cfg.Route = kvbench.Workload(workload), kvbench.Route(route)
+	var err error
+	if cfg.Concurrency, err = kvbench.ParseConcurrency(concurrency); err != nil {
+		return usage(err)
+	}
+	switch consistency {
+	case "linearizable":
+	case "stale":
+		cfg.Stale = true
+	default:
+		return usage(fmt.Errorf("--consistency %q: want linearizable or stale", consistency))
+	}
+	switch distribution {
+	case "uniform":
+	case "zipf":
+		cfg.Zipf = true
+	default:
+		return usage(fmt.Errorf("--distribution %q: want uniform or zipf", distribution))
+	}
+	if createRegion != "" {
+		name, kind, err := kvbench.ParseRegionSpec(createRegion)
+		if err != nil {
+			return usage(err)
+		}
+		if fs.Changed("region") && cfg.Region != name {
+			return usage(fmt.Errorf("--region %s and --create-region %s name different regions", cfg.Region, name))
+		}
+		cfg.Region, cfg.CreateRegion = name, kind
+	}
+	if passwordFile != "" {
+		if cfg.Password != "" {
+			return usage(errors.New("give the password once: --password or --password-file"))
+		}
+		data, err := os.ReadFile(passwordFile)
+		if err != nil {
+			return usage(fmt.Errorf("--password-file: %w", err))
+		}
+		line, _, _ := strings.Cut(string(data), "\n")
+		cfg.Password = strings.TrimSuffix(line, "\r")
+	}
+	if err := cfg.Validate(); err != nil {
+		return usage(err)
+	}
+
+	out := kvbench.Output{Results: stdout, JSON: jsonOut, Progress: stderr}
+	if quiet {
+		out.Progress = nil
+	}
+	results, err := kvbench.Run(ctx, cfg, out)
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "kvbench: interrupted")
+	} else if err != nil {
+		fmt.Fprintln(stderr, "kvbench:", err)
+		if len(results) == 0 {
+			return exitFailed
+		}
+	}
+	if plot != "" && len(results) > 0 {
+		if err := writePlot(plot, results); err != nil {
+			fmt.Fprintln(stderr, "kvbench:", err)
+			return exitFailed
+		}
+	}
+	for _, r := range results {
+		if r.OK == 0 {
+			fmt.Fprintf(stderr, "kvbench: no operation succeeded at concurrency %d\n", r.Concurrency)
+			return exitFailed
+		}
+	}
+	if err != nil {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// fromEnv sets the credentials the command line left alone from the
+// kvnode client's variables. A password on the command line (--password
+// or --password-file) wins over both password variables.
+func fromEnv(fs *pflag.FlagSet, env []string, cfg *kvbench.Config, passwordFile *string) {
+	vars := map[string]*string{"user": &cfg.User, "password": &cfg.Password, "password-file": passwordFile}
+	passwordFlag := fs.Changed("password") || fs.Changed("password-file")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		for flag, dst := range vars {
+			if k != envPrefix+strings.ToUpper(strings.ReplaceAll(flag, "-", "_")) || fs.Changed(flag) {
+				continue
+			}
+			if flag != "user" && passwordFlag {
+				continue
+			}
+			*dst = v
+		}
+	}
+}
+
+func writePlot(path string, results []kvbench.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := kvbench.WritePlot(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

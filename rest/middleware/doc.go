@@ -8,7 +8,9 @@
 // What each guarantees, and why:
 //
 //   - Compress gzips an answer only when the client's Accept-Encoding
-//     admits gzip, and writes through a compressor of bounded size, so a
+//     admits gzip and the answer is at least 1 KiB (shorter ones, an
+//     entry or an error, go as they are: gzip's header and CPU would cost
+//     more than it saves), and writes through a compressor of bounded size, so a
 //     streamed listing still streams in constant memory. An answer that
 //     aborts its connection mid-body (http.ErrAbortHandler, how rest ends
 //     a listing that failed after its 200) leaves the gzip stream

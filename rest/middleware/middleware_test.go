@@ -118,10 +118,12 @@ func TestAcceptsGzip(t *testing.T) {
 }
 
 // TestCompress: gzip when accepted, the body exactly what it would be
-// plain; plain otherwise; never for HEAD, bodiless statuses or an answer
-// the handler encoded itself.
+// plain; plain otherwise; never for HEAD, bodiless statuses, an answer
+// the handler encoded itself, or one shorter than minGzipBytes (sent as
+// it is, with its length), whether written at once or in pieces.
 func TestCompress(t *testing.T) {
 	body := strings.Repeat(`{"n":1,"name":"order"},`, 500)
+	sniffed := "<html><body>" + strings.Repeat("hi ", 400) + "</body></html>"
 	url := serve(t, func(c echo.Context) error {
 		switch c.Request().URL.Path {
 		case "/empty":
@@ -134,8 +136,19 @@ func TestCompress(t *testing.T) {
 			return c.Blob(http.StatusOK, "text/plain", gzipped("already"))
 		case "/sniff":
 			c.Response().WriteHeader(http.StatusOK)
-			_, err := c.Response().Write([]byte("<html><body>hi</body></html>"))
+			_, err := c.Response().Write([]byte(sniffed))
 			return err
+		case "/short":
+			return c.Blob(http.StatusOK, "application/json", []byte(`{"short":true}`))
+		case "/pieces":
+			c.Response().Header().Set("Content-Type", "text/plain")
+			c.Response().WriteHeader(http.StatusOK)
+			for range 10 { // 1,500 bytes in writes of 150
+				if _, err := c.Response().Write([]byte(strings.Repeat("p", 150))); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		return c.Blob(http.StatusOK, "application/json", []byte(body))
 	}, Compress())
@@ -169,8 +182,16 @@ func TestCompress(t *testing.T) {
 	if resp, b := exchange(t, "GET", url+"/encoded", gz, nil); resp.Header.Get("Content-Encoding") != "gzip" || gunzip(t, b) != "already" {
 		t.Errorf("an answer the handler encoded was encoded again: %q", b)
 	}
-	if resp, b := exchange(t, "GET", url+"/sniff", gz, nil); !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || gunzip(t, b) != "<html><body>hi</body></html>" {
+	if resp, b := exchange(t, "GET", url+"/sniff", gz, nil); !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || gunzip(t, b) != sniffed {
 		t.Errorf("sniffed Content-Type %q (from the compressed bytes?)", resp.Header.Get("Content-Type"))
+	}
+	if resp, b := exchange(t, "GET", url+"/short", gz, nil); resp.Header.Get("Content-Encoding") != "" || string(b) != `{"short":true}` ||
+		resp.Header.Get("Content-Length") != fmt.Sprint(len(b)) || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("a short answer: encoding %q, length %q, type %q, body %q; want it as it is", resp.Header.Get("Content-Encoding"),
+			resp.Header.Get("Content-Length"), resp.Header.Get("Content-Type"), b)
+	}
+	if resp, b := exchange(t, "GET", url+"/pieces", gz, nil); resp.Header.Get("Content-Encoding") != "gzip" || gunzip(t, b) != strings.Repeat("p", 1500) {
+		t.Errorf("an answer written in short pieces: encoding %q; want it compressed once long enough", resp.Header.Get("Content-Encoding"))
 	}
 }
 
@@ -317,8 +338,8 @@ func TestRequestID(t *testing.T) {
 	for _, id := range []string{"", "has space", strings.Repeat("x", MaxRequestIDLen+1), "é"} {
 		resp, b := exchange(t, "GET", url, http.Header{"X-Request-Id": {id}}, nil)
 		got := resp.Header.Get("X-Request-ID")
-		if got == id || len(got) != 26 || string(b) != got || seen[got] {
-			t.Errorf("X-Request-ID %q: answer %q (handler %q), want a new 26-character ID", id, got, b)
+		if got == id || len(got) != 32 || string(b) != got || seen[got] {
+			t.Errorf("X-Request-ID %q: answer %q (handler %q), want a new 32-character ID", id, got, b)
 		}
 		seen[got] = true
 	}

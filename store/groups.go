@@ -97,13 +97,8 @@ func (gs *groupSet) openControl() error {
 	if err := durable.MkdirAll(filepath.Join(gs.dataDir, datadir.RaftDir), 0o750); err != nil {
 		return err
 	}
-	logs, err := raftlog.Open(datadir.LogsPath(gs.dataDir), raftlog.Options{})
+	logs, err := raftlog.Open(datadir.WALPath(gs.dataDir), raftlog.Options{})
 	if err != nil {
-		return err
-	}
-	// bbolt fsyncs the file, not the directory entry it creates.
-	if err := durable.SyncDir(filepath.Join(gs.dataDir, datadir.RaftDir)); err != nil {
-		_ = logs.Close()
 		return err
 	}
 	gs.mu.Lock()

@@ -18,7 +18,7 @@ import (
 // The layout of a data dir:
 //
 //	node-name          the name of the member that owns the dir, and a newline
-//	raft/logs.db       the Raft log of every group (package store/raftlog)
+//	raft/wal/          the Raft log of every group (package store/raftlog)
 //	raft/g0/           the control group: raft.db (its term and vote), snapshots/
 //	raft/g<id>/        partition group id: the same, and group.json
 //	raft/g<id>.dropped a partition group's dir while it is deleted
@@ -28,8 +28,8 @@ const (
 	NodeNameFile = "node-name"
 	// RaftDir, in the data dir, holds the Raft groups' dirs.
 	RaftDir = "raft"
-	// LogsFile, in RaftDir, is the Raft log of every group.
-	LogsFile = "logs.db"
+	// WALDir, in RaftDir, holds the Raft log of every group.
+	WALDir = "wal"
 	// GroupInfoFile records, in a partition group's dir, the group's ID
 	// and the cluster's P, which the group's state machine needs (to
 	// generate keys that hash to the group) before the partition table can
@@ -44,8 +44,8 @@ const (
 	DroppedSuffix = ".dropped"
 )
 
-// LogsPath is the Raft log file of data dir dataDir.
-func LogsPath(dataDir string) string { return filepath.Join(dataDir, RaftDir, LogsFile) }
+// WALPath is the Raft log's directory in data dir dataDir.
+func WALPath(dataDir string) string { return filepath.Join(dataDir, RaftDir, WALDir) }
 
 // GroupDir is group gid's dir in data dir dataDir.
 func GroupDir(dataDir string, gid uint64) string {

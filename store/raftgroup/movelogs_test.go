@@ -32,7 +32,7 @@ func TestMoveLogsFromTheGroupFile(t *testing.T) {
 	if err := old.SetUint64([]byte("CurrentTerm"), 2); err != nil {
 		t.Fatal(err)
 	}
-	shared, err := raftlog.Open(filepath.Join(dir, "logs.db"), raftlog.Options{})
+	shared, err := raftlog.Open(filepath.Join(dir, "wal"), raftlog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,51 +1,64 @@
 package raftlog
 
 import (
+	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
-
-	"go.etcd.io/bbolt"
 )
 
-// committer puts the writes of every group into bbolt together. A write
-// that arrives while no commit is under way is committed at once (a lone
-// writer pays nothing); writes that arrive while one is under way wait and
-// go into the next commit together, whatever group they belong to. A
-// commit is one bbolt transaction, so each batch costs one pair of fsyncs
-// on this member instead of one pair per group.
+// committer writes the records of every group. A write that arrives while
+// no commit is under way is committed at once (a lone writer pays
+// nothing); writes that arrive while one is under way wait and go into the
+// next commit together, whatever group they belong to: one write of their
+// records and one fdatasync for all of them.
 type committer struct {
-	db *bbolt.DB
+	s *Store
 
 	mu      sync.Mutex
 	pending []*write
 	busy    bool
 	closed  bool
+	running sync.WaitGroup // the run goroutine, while busy
+	// failed is the error that stopped the log: after a failed write or
+	// fsync the file's state is unknown (Linux may have dropped the dirty
+	// pages), so nothing more is written and every write fails with it.
+	failed error
 
-	// commits counts the transactions committed (for tests and metrics).
+	// commits counts the commits made (tests, metrics).
 	commits atomic.Uint64
 }
 
-// write is one group's change: apply runs inside the transaction and
-// returns what to do once it is committed (nil for nothing).
+// write is one group's change.
 type write struct {
-	apply func(tx *bbolt.Tx) (after func(), err error)
-	done  chan error
+	kind     byte
+	g        *GroupLog
+	entries  [][]byte // append: the encoded entries
+	min, max uint64   // delete: the range
+	done     chan error
 }
 
 var errClosed = errors.New("the raft log is closed")
 
-// submit commits apply's change and returns once it is durable.
-func (c *committer) submit(apply func(tx *bbolt.Tx) (after func(), err error)) error {
-	w := &write{apply: apply, done: make(chan error, 1)}
+// submit commits w and returns once it is durable.
+func (c *committer) submit(w *write) error {
+	w.done = make(chan error, 1)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return errClosed
 	}
+	if c.failed != nil {
+		err := c.failed
+		c.mu.Unlock()
+		return err
+	}
 	c.pending = append(c.pending, w)
 	start := !c.busy
 	c.busy = true
+	if start {
+		c.running.Add(1)
+	}
 	c.mu.Unlock()
 	if start {
 		go c.run()
@@ -55,6 +68,7 @@ func (c *committer) submit(apply func(tx *bbolt.Tx) (after func(), err error)) e
 
 // run commits batches until nothing is pending.
 func (c *committer) run() {
+	defer c.running.Done()
 	for {
 		c.mu.Lock()
 		batch := c.pending
@@ -64,59 +78,157 @@ func (c *committer) run() {
 			c.mu.Unlock()
 			return
 		}
+		failed := c.failed
 		c.mu.Unlock()
-		c.commit(batch)
+		if failed != nil {
+			for _, w := range batch {
+				w.done <- failed
+			}
+			continue
+		}
+		if err := c.commit(batch); err != nil {
+			c.mu.Lock()
+			c.failed = err
+			c.mu.Unlock()
+			for _, w := range batch {
+				w.done <- err
+			}
+			continue
+		}
+		for _, w := range batch {
+			w.done <- nil
+		}
+		// Housekeeping between commits, never on a writer's time: move
+		// forward the few live entries that keep old segments alive,
+		// delete the segments nobody needs.
+		if err := c.tidy(); err != nil {
+			c.mu.Lock()
+			c.failed = err
+			c.mu.Unlock()
+		}
 	}
 }
 
-// commit applies batch in one transaction and answers every write, in
-// order, once it is durable. A write whose change fails must not take the
-// others' with it, and a transaction keeps whatever part of a failed change
-// happened: so when one fails, the transaction is rolled back and each
-// write is committed on its own (a path that a healthy disk never takes:
-// keys are 8 bytes and entries far below bbolt's value limit).
-func (c *committer) commit(batch []*write) {
-	afters := make([]func(), len(batch))
+// commit writes batch's records at the head of the log, makes them
+// durable, and then applies them to the groups' maps, in order.
+func (c *committer) commit(batch []*write) error {
+	ss := c.s.segs
+	seg, err := ss.head()
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	// For each append, where its entries will lie.
+	places := make([][]loc, len(batch))
+	for i, w := range batch {
+		body := []byte{w.kind}
+		body = binary.AppendUvarint(body, w.g.gid)
+		switch w.kind {
+		case kindAppend:
+			body = binary.AppendUvarint(body, uint64(len(w.entries)))
+			bodyStart := seg.size + int64(len(buf)) + recordHeader
+			places[i] = make([]loc, len(w.entries))
+			for j, e := range w.entries {
+				body = binary.AppendUvarint(body, uint64(len(e)))
+				places[i][j] = loc{seg: seg, off: bodyStart + int64(len(body)), n: uint32(len(e))}
+				body = append(body, e...)
+			}
+		case kindDelete:
+			body = binary.AppendUvarint(body, w.min)
+			body = binary.AppendUvarint(body, w.max)
+		}
+		buf = appendRecord(buf, body)
+	}
+	if err := ss.write(seg, buf); err != nil {
+		return err
+	}
 	c.commits.Add(1)
-	err := c.db.Update(func(tx *bbolt.Tx) error {
-		for i, w := range batch {
-			var err error
-			if afters[i], err = w.apply(tx); err != nil {
-				return errOneFailed
+	for i, w := range batch {
+		g := w.g
+		g.mu.Lock()
+		switch w.kind {
+		case kindAppend:
+			for j, e := range w.entries {
+				index, _ := entryIndex(e)
+				g.put(index, places[i][j])
+			}
+		case kindDelete:
+			g.deleteRange(w.min, w.max)
+		case kindDrop:
+			g.deleteRange(0, ^uint64(0))
+		}
+		g.mu.Unlock()
+	}
+	return nil
+}
+
+// Segments are tidied once the log has more than tidyAfter of them: the
+// oldest one's live entries are moved to the head when they are few (at
+// most a quarter of a segment), then every segment nobody needs goes. A
+// group that writes little (an idle partition group) never compacts its
+// log, and its entries would otherwise keep every later segment on disk.
+const tidyAfter = 4
+
+func (c *committer) tidy() error {
+	ss := c.s.segs
+	ss.mu.RLock()
+	n := len(ss.files)
+	var oldest *segment
+	if n > tidyAfter {
+		oldest = ss.files[0]
+	}
+	ss.mu.RUnlock()
+	if oldest != nil && oldest.live > 0 && oldest.liveBytes <= ss.max/4 {
+		if err := c.relocate(oldest); err != nil {
+			return err
+		}
+	}
+	return ss.collect()
+}
+
+// relocate writes the live entries of seg again at the head, as appends
+// of their groups: replayed later, they put the same entries at the same
+// indexes, after everything older.
+func (c *committer) relocate(seg *segment) error {
+	var batch []*write
+	c.s.mu.Lock()
+	groups := make([]*GroupLog, 0, len(c.s.groups))
+	for _, g := range c.s.groups {
+		groups = append(groups, g)
+	}
+	c.s.mu.Unlock()
+	for _, g := range groups {
+		g.mu.RLock()
+		var here []loc
+		for _, l := range g.locs {
+			if l.seg == seg {
+				here = append(here, l)
 			}
 		}
+		g.mu.RUnlock()
+		if len(here) == 0 {
+			continue
+		}
+		w := &write{kind: kindAppend, g: g}
+		for _, l := range here {
+			b, err := c.s.segs.read(seg.seq, l.off, l.n)
+			if err != nil {
+				return err
+			}
+			w.entries = append(w.entries, b)
+		}
+		batch = append(batch, w)
+	}
+	if len(batch) == 0 {
 		return nil
-	})
-	if errors.Is(err, errOneFailed) && len(batch) > 1 {
-		for _, w := range batch {
-			c.commit([]*write{w})
-		}
-		return
 	}
-	if errors.Is(err, errOneFailed) {
-		// Alone: its own error, from a transaction of its own.
-		var after func()
-		err = c.db.Update(func(tx *bbolt.Tx) error {
-			var err error
-			after, err = batch[0].apply(tx)
-			return err
-		})
-		afters[0] = after
-	}
-	for i, w := range batch {
-		if err == nil && afters[i] != nil {
-			afters[i]()
-		}
-		w.done <- err
-	}
+	return c.commit(batch)
 }
 
-// errOneFailed rolls back a batch in which a write's change failed.
-var errOneFailed = errors.New("a write of the batch failed")
-
-// close makes later writes fail; writes under way finish.
+// close makes later writes fail and waits for the writes under way.
 func (c *committer) close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	c.running.Wait()
 }

@@ -4,19 +4,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/raft"
-	"go.etcd.io/bbolt"
 )
 
-// Store is the Raft log of every group of a member, in one bbolt file:
-// a bucket per group ("g<id>"), entries keyed by their big-endian index.
-// Writes of all groups are committed together (see committer).
+// Store is the Raft log of every group of a member: one write-ahead log
+// (wal.go) whose records say which group they belong to, and in memory,
+// per group, where each entry lies.
 type Store struct {
-	db *bbolt.DB
+	segs *segments
 
 	mu     sync.Mutex
 	groups map[uint64]*GroupLog
@@ -26,67 +23,63 @@ type Store struct {
 
 // Options tunes a Store; the zero value suits production.
 type Options struct {
-	// OpenTimeout bounds the wait for the file lock another process holds
-	// (default 2 s): a second kvnode on the same data dir fails fast.
-	OpenTimeout time.Duration
+	// SegmentBytes is the size past which the log starts a new segment
+	// file (default 64 MiB). Segments are deleted whole, once no group
+	// needs an entry they hold.
+	SegmentBytes int64
 	// NoSync skips fsync (tests only: what a power cut would lose is then
 	// not on disk).
 	NoSync bool
 }
 
-// Open opens (creating if needed) the log file at path and loads the
-// first and last index of every group it holds.
-func Open(path string, o Options) (*Store, error) {
-	if o.OpenTimeout == 0 {
-		o.OpenTimeout = 2 * time.Second
+// DefaultSegmentBytes is Options.SegmentBytes' default.
+const DefaultSegmentBytes = 64 << 20
+
+// Open opens (creating if needed) the log in dir and reads it: where
+// every group's entries are. A write that a crash cut short at the end of
+// the log is cut off; a damaged record anywhere else is ErrDamaged.
+func Open(dir string, o Options) (*Store, error) {
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = DefaultSegmentBytes
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout: o.OpenTimeout,
-		// Do not write the freelist on every commit (it grows with the
-		// log's churn); rebuild it on open instead: fewer bytes per fsync,
-		// the same durability (Consul runs raft-boltdb this way).
-		NoFreelistSync: true,
-		FreelistType:   bbolt.FreelistMapType,
-		NoSync:         o.NoSync,
-	})
+	segs, err := openSegments(dir, o.SegmentBytes, !o.NoSync)
 	if err != nil {
-		return nil, fmt.Errorf("open raft log %s (is another kvnode using this data dir?): %w", path, err)
+		return nil, fmt.Errorf("open the raft log in %s: %w", dir, err)
 	}
-	s := &Store{db: db, groups: map[uint64]*GroupLog{}}
-	s.c.db = db
-	err = db.View(func(tx *bbolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
-			gid, ok := parseBucket(name)
-			if !ok {
-				return nil
-			}
-			// name is bbolt's memory, valid only in this transaction.
-			g := &GroupLog{s: s, gid: gid, name: bucketName(gid)}
-			g.first, g.last = bounds(b)
-			s.groups[gid] = g
-			return nil
-		})
-	})
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("read raft log %s: %w", path, err)
+	s := &Store{segs: segs, groups: map[uint64]*GroupLog{}}
+	s.c.s = s
+	if err := segs.replay(s.replayRecord); err != nil {
+		segs.close()
+		return nil, err
+	}
+	if err := segs.collect(); err != nil {
+		segs.close()
+		return nil, err
 	}
 	return s, nil
 }
 
-// Close closes the file; writes after it fail.
+// Close closes the log's files; writes after it fail.
 func (s *Store) Close() error {
 	s.c.close()
-	return s.db.Close()
+	s.segs.mu.Lock()
+	s.segs.close()
+	s.segs.mu.Unlock()
+	return nil
 }
 
-// Groups lists the groups that have a log here.
+// Groups lists the groups whose log holds entries.
 func (s *Store) Groups() []uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]uint64, 0, len(s.groups))
-	for gid := range s.groups {
-		out = append(out, gid)
+	var out []uint64
+	for gid, g := range s.groups {
+		g.mu.RLock()
+		n := len(g.locs)
+		g.mu.RUnlock()
+		if n > 0 {
+			out = append(out, gid)
+		}
 	}
 	return out
 }
@@ -97,7 +90,7 @@ func (s *Store) Group(gid uint64) *GroupLog {
 	defer s.mu.Unlock()
 	g := s.groups[gid]
 	if g == nil {
-		g = &GroupLog{s: s, gid: gid, name: bucketName(gid)}
+		g = &GroupLog{s: s, gid: gid, locs: map[uint64]loc{}}
 		s.groups[gid] = g
 	}
 	return g
@@ -106,67 +99,30 @@ func (s *Store) Group(gid uint64) *GroupLog {
 // Drop deletes group gid's log, durably: a group that comes back to this
 // member later starts from an empty log.
 func (s *Store) Drop(gid uint64) error {
-	name := bucketName(gid)
-	err := s.c.submit(func(tx *bbolt.Tx) (func(), error) {
-		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bbolt.ErrBucketNotFound) {
-			return nil, err
-		}
-		return func() {
-			s.mu.Lock()
-			if g := s.groups[gid]; g != nil {
-				g.setBounds(0, 0)
-				delete(s.groups, gid)
-			}
-			s.mu.Unlock()
-		}, nil
-	})
-	if err != nil {
+	if err := s.c.submit(&write{kind: kindDrop, g: s.Group(gid)}); err != nil {
 		return fmt.Errorf("drop the raft log of group %d: %w", gid, err)
 	}
 	return nil
 }
 
-func bucketName(gid uint64) []byte { return []byte("g" + strconv.FormatUint(gid, 10)) }
-
-func parseBucket(name []byte) (uint64, bool) {
-	if len(name) < 2 || name[0] != 'g' {
-		return 0, false
-	}
-	gid, err := strconv.ParseUint(string(name[1:]), 10, 64)
-	return gid, err == nil
+// loc is where an entry's encoding lies.
+type loc struct {
+	seg *segment
+	off int64
+	n   uint32
 }
-
-// bounds are the first and last index held in b, 0 and 0 when empty.
-func bounds(b *bbolt.Bucket) (first, last uint64) {
-	c := b.Cursor()
-	if k, _ := c.First(); k != nil {
-		first = binary.BigEndian.Uint64(k)
-	}
-	if k, _ := c.Last(); k != nil {
-		last = binary.BigEndian.Uint64(k)
-	}
-	return first, last
-}
-
-func key(index uint64) []byte { return binary.BigEndian.AppendUint64(nil, index) }
 
 // GroupLog is one group's Raft log: a raft.LogStore.
 type GroupLog struct {
-	s    *Store
-	gid  uint64
-	name []byte
+	s   *Store
+	gid uint64
 
 	mu          sync.RWMutex
 	first, last uint64
+	locs        map[uint64]loc
 }
 
 var _ raft.LogStore = (*GroupLog)(nil)
-
-func (g *GroupLog) setBounds(first, last uint64) {
-	g.mu.Lock()
-	g.first, g.last = first, last
-	g.mu.Unlock()
-}
 
 // FirstIndex is the first index in the log, 0 when it is empty.
 func (g *GroupLog) FirstIndex() (uint64, error) {
@@ -185,20 +141,25 @@ func (g *GroupLog) LastIndex() (uint64, error) {
 // GetLog reads the entry at index into out; raft.ErrLogNotFound when the
 // log does not hold it.
 func (g *GroupLog) GetLog(index uint64, out *raft.Log) error {
-	return g.s.db.View(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(g.name)
-		if b == nil {
+	for attempt := 0; ; attempt++ {
+		g.mu.RLock()
+		l, ok := g.locs[index]
+		g.mu.RUnlock()
+		if !ok {
 			return raft.ErrLogNotFound
 		}
-		v := b.Get(key(index))
-		if v == nil {
-			return raft.ErrLogNotFound
+		b, err := g.s.segs.read(l.seg.seq, l.off, l.n)
+		if errors.Is(err, errSegmentGone) && attempt < 3 {
+			continue // moved forward meanwhile: look its place up again
 		}
-		if err := decode(v, out); err != nil {
+		if err != nil {
+			return fmt.Errorf("raft log of group %d, entry %d: %w", g.gid, index, err)
+		}
+		if err := decode(b, out); err != nil {
 			return fmt.Errorf("raft log of group %d, entry %d: %w", g.gid, index, err)
 		}
 		return nil
-	})
+	}
 }
 
 // StoreLog appends one entry.
@@ -210,24 +171,11 @@ func (g *GroupLog) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	vals := make([][]byte, len(logs))
+	w := &write{kind: kindAppend, g: g, entries: make([][]byte, len(logs))}
 	for i, l := range logs {
-		vals[i] = encode(nil, l)
+		w.entries[i] = encode(nil, l)
 	}
-	err := g.s.c.submit(func(tx *bbolt.Tx) (func(), error) {
-		b, err := tx.CreateBucketIfNotExists(g.name)
-		if err != nil {
-			return nil, err
-		}
-		for i, l := range logs {
-			if err := b.Put(key(l.Index), vals[i]); err != nil {
-				return nil, err
-			}
-		}
-		first, last := bounds(b)
-		return func() { g.setBounds(first, last) }, nil
-	})
-	if err != nil {
+	if err := g.s.c.submit(w); err != nil {
 		return fmt.Errorf("store %d entries in the raft log of group %d: %w", len(logs), g.gid, err)
 	}
 	return nil
@@ -236,22 +184,123 @@ func (g *GroupLog) StoreLogs(logs []*raft.Log) error {
 // DeleteRange deletes the entries from min to max, inclusive: a prefix
 // once a snapshot covers it, or a suffix a new leader overwrites.
 func (g *GroupLog) DeleteRange(min, max uint64) error {
-	err := g.s.c.submit(func(tx *bbolt.Tx) (func(), error) {
-		b := tx.Bucket(g.name)
-		if b == nil {
-			return nil, nil
-		}
-		c := b.Cursor()
-		for k, _ := c.Seek(key(min)); k != nil && binary.BigEndian.Uint64(k) <= max; k, _ = c.Seek(key(min)) {
-			if err := c.Delete(); err != nil {
-				return nil, err
-			}
-		}
-		first, last := bounds(b)
-		return func() { g.setBounds(first, last) }, nil
-	})
-	if err != nil {
+	if err := g.s.c.submit(&write{kind: kindDelete, g: g, min: min, max: max}); err != nil {
 		return fmt.Errorf("delete entries %d-%d of the raft log of group %d: %w", min, max, g.gid, err)
 	}
 	return nil
+}
+
+// put records that entry index lies at l, releasing the place it had.
+// The committer (or the replay) calls it, with g.mu held.
+func (g *GroupLog) put(index uint64, l loc) {
+	if old, ok := g.locs[index]; ok {
+		old.seg.live--
+		old.seg.liveBytes -= int64(old.n)
+	}
+	l.seg.live++
+	l.seg.liveBytes += int64(l.n)
+	g.locs[index] = l
+	if len(g.locs) == 1 || index < g.first {
+		g.first = index
+	}
+	if index > g.last {
+		g.last = index
+	}
+}
+
+// deleteRange forgets entries min..max, with g.mu held.
+func (g *GroupLog) deleteRange(min, max uint64) {
+	if max < min || len(g.locs) == 0 {
+		return
+	}
+	drop := func(i uint64) {
+		if l, ok := g.locs[i]; ok {
+			l.seg.live--
+			l.seg.liveBytes -= int64(l.n)
+			delete(g.locs, i)
+		}
+	}
+	if max-min < uint64(len(g.locs)) {
+		for i := min; ; i++ {
+			drop(i)
+			if i == max {
+				break
+			}
+		}
+	} else {
+		for i := range g.locs {
+			if i >= min && i <= max {
+				drop(i)
+			}
+		}
+	}
+	g.first, g.last = 0, 0
+	for i := range g.locs {
+		if g.first == 0 || i < g.first {
+			g.first = i
+		}
+		if i > g.last {
+			g.last = i
+		}
+	}
+}
+
+// replayRecord applies one record read back at open.
+func (s *Store) replayRecord(seg *segment, off int64, body []byte) error {
+	kind, rest := body[0], body[1:]
+	gid, n := binary.Uvarint(rest)
+	if n <= 0 {
+		return errMalformed
+	}
+	rest = rest[n:]
+	g := s.Group(gid)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch kind {
+	case kindAppend:
+		count, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return errMalformed
+		}
+		pos := off + 1 + int64(len(body)-1-len(rest)) + int64(n)
+		rest = rest[n:]
+		for range count {
+			size, n := binary.Uvarint(rest)
+			if n <= 0 || size > uint64(len(rest)-n) {
+				return errMalformed
+			}
+			entry := rest[n : n+int(size)]
+			index, ok := entryIndex(entry)
+			if !ok {
+				return errMalformed
+			}
+			g.put(index, loc{seg: seg, off: pos + int64(n), n: uint32(size)})
+			pos += int64(n) + int64(size)
+			rest = rest[n+int(size):]
+		}
+	case kindDelete:
+		min, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return errMalformed
+		}
+		max, m := binary.Uvarint(rest[n:])
+		if m <= 0 {
+			return errMalformed
+		}
+		g.deleteRange(min, max)
+	case kindDrop:
+		g.deleteRange(0, ^uint64(0))
+	default:
+		return fmt.Errorf("unknown record kind %d", kind)
+	}
+	return nil
+}
+
+// entryIndex reads an encoded entry's index.
+func entryIndex(entry []byte) (uint64, bool) {
+	if len(entry) < 2 || entry[0] != encodingV1 {
+		return 0, false
+	}
+	index, n := binary.Uvarint(entry[1:])
+	return index, n > 0
 }

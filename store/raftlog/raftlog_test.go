@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,9 +14,9 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-func open(t *testing.T, path string) *Store {
+func open(t *testing.T, dir string) *Store {
 	t.Helper()
-	s, err := Open(path, Options{})
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func checkEntry(t *testing.T, g *GroupLog, index, term uint64) {
 // read, compact a prefix after a snapshot, overwrite a suffix a new
 // leader replaces, and the bounds of an empty log.
 func TestLogStore(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "logs.db"))
+	s := open(t, filepath.Join(t.TempDir(), "wal"))
 	g := s.Group(3)
 	checkBounds(t, g, 0, 0)
 	var l raft.Log
@@ -100,7 +102,7 @@ func TestLogStore(t *testing.T) {
 // TestLogsSurviveReopen: what was stored is there after a restart, with
 // its bounds, group by group; a dropped group is not.
 func TestLogsSurviveReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "logs.db")
+	path := filepath.Join(t.TempDir(), "wal")
 	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +139,7 @@ func TestLogsSurviveReopen(t *testing.T) {
 // TestGroupsCommitTogether: writes of many groups at once are all
 // durable and answered, in far fewer commits than writes.
 func TestGroupsCommitTogether(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "logs.db"))
+	s := open(t, filepath.Join(t.TempDir(), "wal"))
 	const groups, perGroup = 8, 50
 	var wg sync.WaitGroup
 	for gid := uint64(1); gid <= groups; gid++ {
@@ -169,7 +171,7 @@ func TestGroupsCommitTogether(t *testing.T) {
 // group from two goroutines (raft's snapshot and main loops) leave the
 // bounds of what was committed last, whichever caller returns last.
 func TestBoundsFollowCommitOrder(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "logs.db"))
+	s := open(t, filepath.Join(t.TempDir(), "wal"))
 	g := s.Group(1)
 	if err := g.StoreLogs(entries(1, 1000, 1)); err != nil {
 		t.Fatal(err)
@@ -215,10 +217,11 @@ func TestEncoding(t *testing.T) {
 }
 
 // TestReadsAfterReopenAndGrowth: entries of a reopened log stay readable
-// while the file grows (bbolt remaps its memory: a bucket's name kept
-// from the reopening transaction once pointed into the old mapping).
+// while the log grows by many segments (a bucket name kept from a
+// transaction once pointed into bbolt's old mapping, when the log was a
+// bbolt file).
 func TestReadsAfterReopenAndGrowth(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "logs.db")
+	path := filepath.Join(t.TempDir(), "wal")
 	s, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -241,5 +244,192 @@ func TestReadsAfterReopenAndGrowth(t *testing.T) {
 	for gid := uint64(0); gid < 3; gid++ {
 		checkEntry(t, s.Group(gid), 1, 1)
 		checkEntry(t, s.Group(gid), 10, 1)
+	}
+}
+
+// segmentFiles lists the log's segment files.
+func segmentFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".wal") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// TestTornTailIsCutOff: a write a crash cut short at the end of the log
+// (a partial record, or garbage after the last record) is cut off at the
+// next open; everything before it is intact and the log takes writes.
+func TestTornTailIsCutOff(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Group(1).StoreLogs(entries(1, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := segmentFiles(t, dir)
+	last := files[len(files)-1]
+	good, _ := os.ReadFile(last)
+	for _, tail := range [][]byte{
+		appendRecord(nil, []byte{kindAppend, 1, 1, 3, 'x', 'y', 'z'})[:9], // cut mid-record
+		{0xde, 0xad, 0xbe, 0xef, 0x01, 0x00, 0x00, 0x00, 0x42},            // a bad checksum
+		make([]byte, 4096), // zeros (a length of 0)
+	} {
+		if err := os.WriteFile(last, append(append([]byte(nil), good...), tail...), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		s = open(t, dir)
+		checkBounds(t, s.Group(1), 1, 10)
+		checkEntry(t, s.Group(1), 10, 1)
+		if err := s.Group(1).StoreLogs(entries(11, 11, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = open(t, dir)
+		checkBounds(t, s.Group(1), 1, 11)
+		checkEntry(t, s.Group(1), 11, 1)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDamageBeforeTheTailIsRefused: a record that fails its checksum in a
+// segment that is not the last cannot be a write a crash cut short: the
+// log refuses to open, naming the segment, instead of dropping what
+// follows.
+func TestDamageBeforeTheTailIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	s, err := Open(dir, Options{SegmentBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 100; i++ {
+		if err := s.Group(1).StoreLogs(entries(i, i, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := segmentFiles(t, dir)
+	if len(files) < 3 {
+		t.Fatalf("%d segments, want several", len(files))
+	}
+	b, _ := os.ReadFile(files[1])
+	b[len(segmentHeader)+recordHeader+3] ^= 0xff
+	if err := os.WriteFile(files[1], b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{SegmentBytes: 1 << 10}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), filepath.Base(files[1])) {
+		t.Fatalf("open with a damaged middle segment = %v, want ErrDamaged naming %s", err, filepath.Base(files[1]))
+	}
+}
+
+// TestSegmentsAreCollected: once a group's log is compacted, the segments
+// that held only what it no longer needs are deleted; a group that wrote
+// a little long ago (an idle partition group) does not keep them: its
+// few entries move forward, and survive a restart.
+func TestSegmentsAreCollected(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	o := Options{SegmentBytes: 4 << 10}
+	s, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := s.Group(2)
+	if err := idle.StoreLogs(entries(1, 3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	busy := s.Group(1)
+	for i := uint64(1); i <= 2000; i += 10 {
+		if err := busy.StoreLogs(entries(i, i+9, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if i > 100 {
+			if err := busy.DeleteRange(i-100, i-91); err != nil { // a snapshot's compaction
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := len(segmentFiles(t, dir)); n > tidyAfter+2 {
+		t.Errorf("%d segments left after the busy group compacted; want old ones deleted", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir)
+	checkBounds(t, s.Group(2), 1, 3)
+	for i := uint64(1); i <= 3; i++ {
+		checkEntry(t, s.Group(2), i, 1)
+	}
+	checkBounds(t, s.Group(1), 1901, 2000)
+	checkEntry(t, s.Group(1), 1950, 1)
+}
+
+// TestCrashAtAnyPoint: however a crash cuts the log's last segment, each
+// group's log reopens as exactly the entries of a prefix of its writes
+// (all of the acknowledged ones up to the cut, none invented).
+func TestCrashAtAnyPoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for gid := uint64(1); gid <= 3; gid++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := uint64(1); i <= 40; i++ {
+				if err := s.Group(gid).StoreLogs(entries(i, i, gid)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := segmentFiles(t, dir)
+	full, _ := os.ReadFile(files[len(files)-1])
+	for cut := len(segmentHeader); cut <= len(full); cut += 7 {
+		cdir := filepath.Join(t.TempDir(), "cut")
+		if err := os.MkdirAll(cdir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cdir, filepath.Base(files[len(files)-1])), full[:cut], 0o640); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Open(cdir, Options{NoSync: true})
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		for gid := uint64(1); gid <= 3; gid++ {
+			g := c.Group(gid)
+			first, _ := g.FirstIndex()
+			last, _ := g.LastIndex()
+			if last > 0 && first != 1 {
+				t.Fatalf("cut at %d: group %d holds %d-%d, want a prefix from 1", cut, gid, first, last)
+			}
+			for i := uint64(1); i <= last; i++ {
+				checkEntry(t, g, i, gid)
+			}
+		}
+		_ = c.Close()
 	}
 }

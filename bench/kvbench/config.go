@@ -21,11 +21,12 @@ const (
 	CAS         Workload = "cas"           // GET, then PUT /kv/v1/{r}/{k}?op=CAS {"@old","@new"}
 	Mixed       Workload = "mixed"         // get or put, --read-percent gets
 	MultiPut    Workload = "multi-put"     // PUT /kv/v1/{r}/k1,k2,... with an array body
+	Load        Workload = "load"          // every key once, in order, by multi-key PUTs of --batch keys
 	Query       Workload = "query"         // GET /queries/adhoc?q= or POST /queries/{id}
 )
 
 // Workloads lists every workload, in the order the help shows them.
-var Workloads = []Workload{Put, Get, PutIfAbsent, CAS, Mixed, MultiPut, Query}
+var Workloads = []Workload{Put, Get, PutIfAbsent, CAS, Mixed, MultiPut, Load, Query}
 
 // Route says where a request goes.
 type Route string
@@ -257,6 +258,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Workload == MultiPut && (c.Batch < 2 || c.Batch > MaxBatch || c.Batch > c.Keys) {
 		return fmt.Errorf("batch must be in 2..%d and at most the key count (%d)", MaxBatch, c.Keys)
+	}
+	if c.Workload == Load {
+		if c.Batch < 1 || c.Batch > MaxBatch {
+			return fmt.Errorf("batch must be in 1..%d", MaxBatch)
+		}
+		if c.Warmup > 0 || len(c.Concurrency) > 1 {
+			return errors.New("load writes every key once: no warm-up, one concurrency")
+		}
 	}
 	if c.Workload == Query {
 		if strings.TrimSpace(c.Query) == "" {

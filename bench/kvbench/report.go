@@ -113,7 +113,7 @@ func describe(cfg *Config, regionType string, clients int) Result {
 		r.Distribution = fmt.Sprintf("zipf(s=%g,v=%g)", cfg.ZipfS, cfg.ZipfV)
 	}
 	switch cfg.Workload {
-	case MultiPut:
+	case MultiPut, Load:
 		r.Batch = cfg.Batch
 	case Get, Query:
 		r.ReadPercent = 100

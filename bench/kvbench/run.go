@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -107,7 +108,7 @@ func (b *bench) setup(ctx context.Context) error {
 			}
 		}
 	}
-	if cfg.Preload && cfg.Workload != PutIfAbsent {
+	if cfg.Preload && cfg.Workload != PutIfAbsent && cfg.Workload != Load {
 		t0 := time.Now()
 		if err := preload(ctx, cfg, b.tx, min(slices.Max(cfg.Concurrency), 8)); err != nil {
 			return err
@@ -178,11 +179,16 @@ func (b *bench) refreshLeaders(ctx context.Context) (stop func()) {
 func (b *bench) point(ctx context.Context, index, clients int) Result {
 	cfg := b.cfg
 	workers := make([]*worker, clients)
+	next := new(atomic.Int64)
 	for c := range workers {
 		workers[c] = newWorker(c, index, cfg, b.tx, b.query, b.run)
+		workers[c].next = next
 	}
 	op := func(ctx context.Context, c int) outcome { return workers[c].op(ctx) }
 	p := phase{clients: clients, rate: cfg.Rate, duration: cfg.Warmup, maxOps: cfg.MaxOps}
+	if cfg.Workload == Load {
+		p.maxOps = min(p.maxOps, int64((cfg.Keys+cfg.Batch-1)/cfg.Batch))
+	}
 	if cfg.Warmup > 0 {
 		rec := newRecorder(clients)
 		stop := b.progress(rec, fmt.Sprintf("%s c=%d warm-up", cfg.Workload, clients))

@@ -3,6 +3,7 @@ package kvbench
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 )
 
 // worker is one simulated client: its random source, its key choice, and
@@ -19,6 +20,9 @@ type worker struct {
 	sent  uint64 // requests sent
 	fresh uint64 // fresh keys made
 	batch []int
+	// next is the load workload's cursor, shared by the point's clients:
+	// the first key not yet taken.
+	next *atomic.Int64
 }
 
 func newWorker(id int, point int, cfg *Config, tx *transport, query *queryPlan, run string) *worker {
@@ -42,6 +46,8 @@ func (w *worker) op(ctx context.Context) outcome {
 		return w.put(ctx)
 	case MultiPut:
 		return w.multiPut(ctx)
+	case Load:
+		return w.load(ctx)
 	case Query:
 		return w.runQuery(ctx)
 	default:
@@ -124,6 +130,31 @@ func (w *worker) multiPut(ctx context.Context) outcome {
 		keys[j], values[j] = w.names.name(i), value(i, 0, w.cfg.ValueSize)
 	}
 	_, o := w.exchange(ctx, opMultiPut, multiPutRequest(w.cfg.Region, keys, values), 200, false)
+	if o.class == done {
+		o.entries = len(keys)
+	}
+	return o
+}
+
+// load writes the next Batch keys of the key space not yet taken, each
+// once (the point runs just enough operations to write them all).
+func (w *worker) load(ctx context.Context) outcome {
+	lo := int(w.next.Add(int64(w.cfg.Batch))) - w.cfg.Batch
+	hi := min(lo+w.cfg.Batch, w.cfg.Keys)
+	if lo >= hi {
+		return outcome{kind: opMultiPut, class: failed, errKind: "no key left"}
+	}
+	keys := make([]string, 0, hi-lo)
+	values := make([][]byte, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		keys = append(keys, w.names.name(i))
+		values = append(values, value(i, 0, w.cfg.ValueSize))
+	}
+	r := putRequest(w.cfg.Region, keys[0], values[0])
+	if len(keys) > 1 {
+		r = multiPutRequest(w.cfg.Region, keys, values)
+	}
+	_, o := w.exchange(ctx, opMultiPut, r, 200, false)
 	if o.class == done {
 		o.entries = len(keys)
 	}

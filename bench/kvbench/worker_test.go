@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fakeMember serves the entry endpoints over a shared map, just enough of
@@ -162,5 +163,45 @@ func TestWorkers(t *testing.T) {
 				t.Errorf("%s: request %d is %q, want %s %s...", c.workload, i, l, member, c.prefix)
 			}
 		}
+	}
+}
+
+// TestLoadWritesEveryKeyOnce: the load workload's clients take the key
+// space in batches from one cursor: every key once, none twice, the last
+// batch short.
+func TestLoadWritesEveryKeyOnce(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			_, _ = w.Write([]byte(`{"regions":[{"name":"orders","type":"REPLICATE"}]}`))
+			return
+		}
+		path := strings.TrimPrefix(r.URL.Path, "/kv/v1/orders/")
+		mu.Lock()
+		for _, k := range strings.Split(path, ",") {
+			seen[k]++
+		}
+		mu.Unlock()
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	cfg := Default()
+	cfg.Workload, cfg.Keys, cfg.Batch, cfg.KeyPrefix, cfg.ValueSize = Load, 1003, 10, "k-", 50
+	cfg.Endpoints, cfg.Concurrency, cfg.Duration = []string{srv.URL}, []int{4}, 10*time.Second
+	res, err := Run(context.Background(), cfg, Output{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1003 {
+		t.Errorf("%d distinct keys written, want 1003", len(seen))
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("key %s written %d times", k, n)
+		}
+	}
+	if len(res) != 1 || res[0].OK != 101 || res[0].Errors != 0 {
+		t.Errorf("results %+v; want 101 requests (100 of 10 keys and one of 3), no error", res)
 	}
 }

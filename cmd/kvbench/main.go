@@ -36,8 +36,9 @@ Examples:
 Workloads: put (PUT /kv/v1/{region}/{key}, upsert), get (GET, linearizable or
 --consistency stale), put-if-absent (POST ?key=, fresh keys), cas (GET, then
 PUT ?op=CAS {"@old","@new"}), mixed (get/put), multi-put (PUT k1,k2,... with an
-array body, --batch keys), query (GET /queries/adhoc?q=, or with --named-query
-POST /queries/{id}).
+array body, --batch keys), load (every key of --keys once, in order, by
+multi-key PUTs of --batch keys: a bulk load, reported in entries/s), query (GET
+/queries/adhoc?q=, or with --named-query POST /queries/{id}).
 
 Credentials: --user and --password-file (or --password), or KVNODE_USER and
 KVNODE_PASSWORD (KVNODE_PASSWORD_FILE); a flag wins over its variable.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/raftgroup"
 )
 
 // EnvPrefix starts every environment variable that sets a flag:
@@ -151,6 +152,8 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSKey, "tls-key", cfg.TLSKey, "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLSCA, "tls-ca", cfg.TLSCA, "PEM CA: mutual TLS on the internal port (Raft and RPC); peers need a certificate it signed")
 	fs.StringVar(&cfg.GossipKey, "gossip-key", cfg.GossipKey, "base64 key (16, 24 or 32 bytes) that encrypts gossip; every member needs the same")
+	fs.Uint64Var(&cfg.Raft.SnapshotThreshold, "snapshot-threshold", orDefault(cfg.Raft.SnapshotThreshold, raftgroup.DefaultConfig().SnapshotThreshold), "Raft log entries since a group's last snapshot that make it take the next one (like etcd's --snapshot-count)")
+	fs.DurationVar(&cfg.Raft.SnapshotInterval, "snapshot-interval", orDefault(cfg.Raft.SnapshotInterval, raftgroup.DefaultConfig().SnapshotInterval), "how often each group checks --snapshot-threshold (it waits between this and twice this)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", cfg.PprofAddr, "address of a debug listener serving Go's profiles at /debug/pprof/ (off when empty; no authentication: keep it on loopback)")
 	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
 	// Not a field of node.Config: Parse reads the file before anything else.
@@ -205,4 +208,13 @@ func Parse(args, env []string, out io.Writer) (node.Config, []string, error) {
 	}
 	sort.Strings(unknown)
 	return cfg, unknown, cfg.Validate()
+}
+
+// orDefault is v, or d when v is the zero value.
+func orDefault[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
 }

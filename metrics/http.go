@@ -22,6 +22,8 @@ type HTTP struct {
 	duration *prometheus.HistogramVec
 	logins   *prometheus.CounterVec
 
+	badLogin, throttled prometheus.Counter
+
 	// series maps a route, method and status to its resolved instruments.
 	// It is only read once published: a new key copies it under mu.
 	series atomic.Pointer[map[httpKey]httpSeries]
@@ -54,9 +56,8 @@ func newHTTP() *HTTP {
 			Help: "HTTP Basic logins refused, by reason: bad_credentials (unknown user or wrong password) or throttled (too many failures from the client's address).",
 		}, []string{"reason"}),
 	}
-	for _, reason := range []string{LoginBadCredentials, LoginThrottled} {
-		h.logins.WithLabelValues(reason)
-	}
+	h.badLogin = h.logins.WithLabelValues("bad_credentials")
+	h.throttled = h.logins.WithLabelValues("throttled")
 	h.series.Store(&map[httpKey]httpSeries{})
 	return h
 }
@@ -112,14 +113,12 @@ func normalMethod(method string) string {
 	return "other"
 }
 
-// Reasons a login is refused (LoginFailed).
-const (
-	LoginBadCredentials = "bad_credentials"
-	LoginThrottled      = "throttled"
-)
-
-// LoginFailed counts a refused login; reason is LoginBadCredentials or
-// LoginThrottled.
-func (h *HTTP) LoginFailed(reason string) {
-	h.logins.WithLabelValues(reason).Inc()
+// LoginFailed counts a refused login: throttled (too many failures from
+// the client's address), or bad credentials.
+func (h *HTTP) LoginFailed(throttled bool) {
+	if throttled {
+		h.throttled.Inc()
+		return
+	}
+	h.badLogin.Inc()
 }

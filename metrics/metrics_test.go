@@ -60,7 +60,7 @@ func TestExposition(t *testing.T) {
 	h.ObserveRequest("/kv/v1/:region/:keys", "GET", 200, 5*time.Millisecond)
 	h.ObserveRequest("/kv/v1/:region/:keys", "PUT", 503, time.Second)
 	h.ObserveRequest("", "BREW", 404, time.Millisecond)
-	h.LoginFailed(metrics.LoginThrottled)
+	h.LoginFailed(true)
 	g := r.Group(2)
 	g.LeaderChanged()
 	g.LogStored(time.Millisecond)

@@ -11,10 +11,8 @@ import (
 // scrape and must be cheap: no scan of a region, no call to another
 // member. Nil functions (and an empty DataDir) are left out.
 type Sources struct {
-	// Groups is every Raft group open on this member.
+	// Groups is every Raft group open on this member, with its regions.
 	Groups func() []GroupState
-	// Regions is every region's part in every group open on this member.
-	Regions func() []RegionSize
 	// Gossip is this member's gossip view and health.
 	Gossip func() GossipState
 	// DataDir is the node's data dir, whose file system's free space is
@@ -34,11 +32,12 @@ type GroupState struct {
 	LastIndex    uint64
 	Voters       int
 	NonVoters    int
+	// Regions are the regions' parts this member's replica holds.
+	Regions []RegionSize
 }
 
 // RegionSize is a region's part held by this member's replica of a group.
 type RegionSize struct {
-	Group   uint64
 	Region  string
 	Entries int64
 	// Bytes are the entries' keys and values.
@@ -121,13 +120,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.last, float64(g.LastIndex), l)
 			gauge(c.voters, float64(g.Voters), l)
 			gauge(c.nonVoters, float64(g.NonVoters), l)
-		}
-	}
-	if c.src.Regions != nil {
-		for _, r := range c.src.Regions() {
-			l := groupLabel(r.Group)
-			gauge(c.entries, float64(r.Entries), r.Region, l)
-			gauge(c.bytes, float64(r.Bytes), r.Region, l)
+			for _, r := range g.Regions {
+				gauge(c.entries, float64(r.Entries), r.Region, l)
+				gauge(c.bytes, float64(r.Bytes), r.Region, l)
+			}
 		}
 	}
 	if c.src.Gossip != nil {

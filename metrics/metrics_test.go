@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,12 +40,11 @@ func testSources(dir string) metrics.Sources {
 	return metrics.Sources{
 		Groups: func() []metrics.GroupState {
 			return []metrics.GroupState{
-				{ID: 0, State: "Leader", Term: 3, CommitIndex: 40, AppliedIndex: 39, LastIndex: 41, Voters: 3},
-				{ID: 2, State: "Follower", Term: 5, CommitIndex: 7, AppliedIndex: 7, LastIndex: 7, Voters: 2, NonVoters: 1},
+				{ID: 0, State: "Leader", Term: 3, CommitIndex: 40, AppliedIndex: 39, LastIndex: 41, Voters: 3,
+					Regions: []metrics.RegionSize{{Region: "orders", Entries: 12, Bytes: 3400}}},
+				{ID: 2, State: "Follower", Term: 5, CommitIndex: 7, AppliedIndex: 7, LastIndex: 7, Voters: 2, NonVoters: 1,
+					Regions: []metrics.RegionSize{{Region: "events", Entries: 5, Bytes: 99}}},
 			}
-		},
-		Regions: func() []metrics.RegionSize {
-			return []metrics.RegionSize{{Group: 0, Region: "orders", Entries: 12, Bytes: 3400}, {Group: 2, Region: "events", Entries: 5, Bytes: 99}}
 		},
 		Gossip:  func() metrics.GossipState { return metrics.GossipState{Alive: 2, Failed: 1, HealthScore: 4} },
 		DataDir: dir,
@@ -54,30 +54,7 @@ func testSources(dir string) metrics.Sources {
 // TestExposition: every kind of metric, fed, comes out under its
 // documented name and labels, and promtool finds nothing to complain of.
 func TestExposition(t *testing.T) {
-	r := metrics.New(metrics.Options{Version: "v9.9.9", Sources: testSources(t.TempDir())})
-	h := r.HTTP()
-	h.ObserveRequest("/kv/v1/:region/:keys", "GET", 200, 3*time.Millisecond)
-	h.ObserveRequest("/kv/v1/:region/:keys", "GET", 200, 5*time.Millisecond)
-	h.ObserveRequest("/kv/v1/:region/:keys", "PUT", 503, time.Second)
-	h.ObserveRequest("", "BREW", 404, time.Millisecond)
-	h.LoginFailed(true)
-	g := r.Group(2)
-	g.LeaderChanged()
-	g.LogStored(time.Millisecond)
-	g.Applied(time.Millisecond)
-	g.Committed(2 * time.Millisecond)
-	g.SnapshotWritten(time.Second, 12345)
-	g.SnapshotFailed()
-	g.Restored()
-	if r.Group(2) != g {
-		t.Error("Group(2) twice gave two sets of instruments")
-	}
-	r.QueryDone(10*time.Millisecond, 7, nil)
-	r.QueryDone(time.Second, 0, errors.New("boom"))
-	r.FunctionDone("RegionSize", metrics.FunctionOK, time.Millisecond)
-	r.FunctionDone("RegionSize", metrics.FunctionTimeout, time.Second)
-
-	text := scrape(t, r)
+	text := scrape(t, fed(t))
 	promtest.Check(t, text)
 	s := promtest.Parse(t, text)
 	want := []struct {
@@ -139,6 +116,69 @@ func TestExposition(t *testing.T) {
 		if len(s.Find(name, nil)) == 0 {
 			t.Errorf("no %s: Go runtime and process metrics are missing", name)
 		}
+	}
+}
+
+// fed is a registry every instrument of which has been fed.
+func fed(t *testing.T) *metrics.Registry {
+	r := metrics.New(metrics.Options{Version: "v9.9.9", Sources: testSources(t.TempDir())})
+	h := r.HTTP()
+	h.ObserveRequest("/kv/v1/:region/:keys", "GET", 200, 3*time.Millisecond)
+	h.ObserveRequest("/kv/v1/:region/:keys", "GET", 200, 5*time.Millisecond)
+	h.ObserveRequest("/kv/v1/:region/:keys", "PUT", 503, time.Second)
+	h.ObserveRequest("", "BREW", 404, time.Millisecond)
+	h.LoginFailed(true)
+	g := r.Group(2)
+	g.LeaderChanged()
+	g.LogStored(time.Millisecond)
+	g.Applied(time.Millisecond)
+	g.Committed(2 * time.Millisecond)
+	g.SnapshotWritten(time.Second, 12345)
+	g.SnapshotFailed()
+	g.Restored()
+	if r.Group(2) != g {
+		t.Error("Group(2) twice gave two sets of instruments")
+	}
+	r.QueryDone(10*time.Millisecond, 7, nil)
+	r.QueryDone(time.Second, 0, errors.New("boom"))
+	r.FunctionDone("RegionSize", metrics.FunctionOK, time.Millisecond)
+	r.FunctionDone("RegionSize", metrics.FunctionTimeout, time.Second)
+	return r
+}
+
+// TestDocsListEveryMetric: docs/metrics.md has a row for each of
+// kvnode's metrics, and no row for one that does not exist.
+func TestDocsListEveryMetric(t *testing.T) {
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if rest, ok := strings.CutPrefix(line, "| `kvnode_"); ok {
+			name, _, _ := strings.Cut(rest, "`")
+			documented["kvnode_"+name] = true
+		}
+	}
+	exposed := map[string]bool{}
+	for _, line := range strings.Split(scrape(t, fed(t)), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# TYPE kvnode_"); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			exposed["kvnode_"+name] = true
+		}
+	}
+	for name := range exposed {
+		if !documented[name] {
+			t.Errorf("%s has no row in docs/metrics.md", name)
+		}
+	}
+	for name := range documented {
+		if !exposed[name] {
+			t.Errorf("docs/metrics.md lists %s, which is not exposed", name)
+		}
+	}
+	if len(exposed) < 30 {
+		t.Errorf("only %d metrics exposed", len(exposed))
 	}
 }
 

@@ -152,6 +152,7 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSCA, "tls-ca", cfg.TLSCA, "PEM CA: mutual TLS on the internal port (Raft and RPC); peers need a certificate it signed")
 	fs.StringVar(&cfg.GossipKey, "gossip-key", cfg.GossipKey, "base64 key (16, 24 or 32 bytes) that encrypts gossip; every member needs the same")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", cfg.PprofAddr, "address of a debug listener serving Go's profiles at /debug/pprof/ (off when empty; no authentication: keep it on loopback)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of a plain listener serving /metrics alone, without authentication, for Prometheus (off when empty; the REST port's /metrics needs CLUSTER:READ with security on)")
 	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
 	// Not a field of node.Config: Parse reads the file before anything else.
 	fs.String(ConfigFlag, "", "YAML file of flag values, keyed by flag name (http-addr: :9000); precedence: flag > KVNODE_* > file > default")

@@ -48,8 +48,9 @@ func Check(t testing.TB, exposition string) {
 	}
 }
 
-// Sample is one value of an exposition: a counter's, a gauge's, or a
-// histogram's _count, _sum or _bucket (with its le label).
+// Sample is one value of an exposition: a counter's, a gauge's, a
+// histogram's _count, _sum or _bucket (with its le label), or a summary's
+// _count, _sum or quantile (with its quantile label).
 type Sample struct {
 	Name   string
 	Labels map[string]string
@@ -95,6 +96,13 @@ func Parse(t testing.TB, exposition string) Samples {
 			case dto.MetricType_SUMMARY:
 				s := m.GetSummary()
 				out = append(out, Sample{name + "_count", labels, float64(s.GetSampleCount())}, Sample{name + "_sum", labels, s.GetSampleSum()})
+				for _, q := range s.GetQuantile() {
+					ql := map[string]string{"quantile": strconv.FormatFloat(q.GetQuantile(), 'g', -1, 64)}
+					for k, v := range labels {
+						ql[k] = v
+					}
+					out = append(out, Sample{name, ql, q.GetValue()})
+				}
 			}
 		}
 	}

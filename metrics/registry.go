@@ -73,9 +73,9 @@ func New(o Options) *Registry {
 	return r
 }
 
-// Handler serves the registry in Prometheus' text format (or OpenMetrics,
-// when the scraper asks for it). With compress, it gzips the answer for
-// scrapers that accept it; without, it leaves that to the server around it.
+// Handler serves the registry in Prometheus' text exposition format. With
+// compress, it gzips the answer for scrapers that accept it; without, it
+// leaves that to the server around it.
 func (r *Registry) Handler(compress bool) http.Handler {
 	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{
 		ErrorLog:           slogErrors{r.log},

@@ -3,7 +3,7 @@
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= kvnode
 
-.PHONY: build image test test-go test-k8s test-docker test-fuse test-chaos-short need-docker need-fuse clean chaos chaos-compose chaos-doc
+.PHONY: build image test test-go test-k8s test-monitoring test-docker test-fuse test-chaos-short need-docker need-fuse need-promtool clean chaos chaos-compose chaos-doc
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/kvnode ./cmd/kvnode
@@ -14,22 +14,28 @@ image: build
 # Every test, all build tags: the README's test command, and what CI runs.
 # It needs a Docker engine with Compose, and FUSE (/dev/fuse, fusermount3,
 # root) for the chaos suite's power-loss mounts; a missing one fails with
-# the reason, it is never skipped.
+# the reason, it is never skipped. promtool (Debian: apt-get install -y
+# prometheus) checks the metrics in test-go and the rules in test-monitoring.
 #   test-go           no build tag: unit, in-process clusters, real processes
 #   test-k8s          the Kubernetes manifests, in their own module
 #                     (deploy/k8stest, so that k8s.io stays out of go.mod)
+#   test-monitoring   deploy/monitoring: the alert rules and their unit
+#                     tests, the Prometheus configuration (promtool)
 #   test-docker       tag docker: image, compose cluster, kill, cut, restart
 #   test-fuse         tag chaos: chaos/powerfs mounted for real, raft
 #                     snapshots across a power cut (store/raftgroup)
 #   test-chaos-short  tag chaos: every scenario 20 s on processes (power loss
 #                     and multi-key operations included), five on compose
-test: test-go test-k8s test-docker test-fuse test-chaos-short
+test: test-go test-k8s test-monitoring test-docker test-fuse test-chaos-short
 
 test-go:
 	go test -race ./...
 
 test-k8s:
 	cd deploy/k8stest && go test -count=1 ./...
+
+test-monitoring: need-promtool
+	cd deploy/monitoring && promtool check rules alerts.yml && promtool test rules alerts_test.yml && promtool check config prometheus.yml
 
 test-docker: need-docker
 	go test -tags docker -count=1 -timeout 10m ./deploy/dockere2e/
@@ -48,6 +54,9 @@ test-chaos-short: need-docker need-fuse
 need-docker:
 	@docker info >/dev/null 2>&1 || { echo "FAILED: no Docker engine answers 'docker info': the image, the compose cluster and the compose chaos pass cannot be tested here"; exit 1; }
 	@command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || { echo "FAILED: neither docker-compose nor 'docker compose' is installed"; exit 1; }
+
+need-promtool:
+	@command -v promtool >/dev/null 2>&1 || { echo "FAILED: promtool is missing, so the metrics and the alert rules cannot be checked (Debian: apt-get install -y prometheus)"; exit 1; }
 
 need-fuse:
 	@[ -c /dev/fuse ] || { echo "FAILED: /dev/fuse is not a character device: the chaos suite mounts chaos/powerfs under its members' data (the kernel needs the fuse module; a container needs --device /dev/fuse and CAP_SYS_ADMIN)"; exit 1; }

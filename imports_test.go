@@ -16,6 +16,9 @@ const (
 	echoPkg       = "github.com/labstack/echo/v4"
 	swguiPkg      = "github.com/swaggest/swgui"
 	kinOpenAPIPkg = "github.com/getkin/kin-openapi"
+	promPkg       = "github.com/prometheus/client_golang"
+	promCommonPkg = "github.com/prometheus/common"
+	promModelPkg  = "github.com/prometheus/client_model"
 )
 
 // goList runs `go list` with a template over every package of the module.
@@ -76,16 +79,16 @@ func TestImportRules(t *testing.T) {
 	server := []string{module + "/store", module + "/fsm", module + "/rest", module + "/cluster", module + "/node",
 		module + "/oql", module + "/index", module + "/function", module + "/auth", raftPkg, memberlistPkg, echoPkg}
 	forbidden := map[string][]string{
-		"fsm":             {module + "/store", module + "/rest", module + "/cluster", echoPkg},
-		"fsm/codec":       {module + "/fsm", module + "/store", module + "/oql", module + "/index", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"fsm/indexset":    {module + "/fsm", module + "/store", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"store":           {module + "/rest", module + "/store/regions", module + "/store/query", echoPkg},
-		"cluster":         {raftPkg, module + "/store", module + "/fsm"},
-		"oql":             {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"index":           {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"function":        {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"rest":            {raftPkg, module + "/fsm", memberlistPkg},
-		"rest/input":      {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
+		"fsm":          {module + "/store", module + "/rest", module + "/cluster", echoPkg},
+		"fsm/codec":    {module + "/fsm", module + "/store", module + "/oql", module + "/index", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"fsm/indexset": {module + "/fsm", module + "/store", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"store":        {module + "/rest", module + "/store/regions", module + "/store/query", echoPkg},
+		"cluster":      {raftPkg, module + "/store", module + "/fsm"},
+		"oql":          {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"index":        {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"function":     {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"rest":         {raftPkg, module + "/fsm", memberlistPkg},
+		"rest/input":   {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
 		// The API's description and Swagger UI: data and a page, nothing
 		// of kvnode's behaviour.
 		"rest/openapi": {module, echoPkg, raftPkg, memberlistPkg},
@@ -126,6 +129,9 @@ func TestImportRules(t *testing.T) {
 		"chaos/backend": append([]string{module + "/chaos/model"}, server...),
 		// The clients reach members by URL; what runs them is not theirs.
 		"chaos/workload": append([]string{module + "/chaos/backend", module + "/chaos/netproxy", module + "/chaos/powerfs"}, server...),
+		// A node's metrics know Prometheus and nothing of kvnode: the
+		// packages they observe declare the interfaces, node wires them.
+		"metrics": {module, raftPkg, memberlistPkg, echoPkg},
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)
@@ -172,7 +178,7 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case imp == module+"/node/nodetest":
 				t.Errorf("%s imports node/nodetest; only tests may", r)
-			case imp == module+"/internal/golden" || imp == module+"/fsm/codec/codectest" || imp == module+"/internal/oqlspec" || imp == module+"/internal/ports":
+			case imp == module+"/internal/golden" || imp == module+"/fsm/codec/codectest" || imp == module+"/internal/oqlspec" || imp == module+"/internal/ports" || imp == module+"/internal/promtest":
 				t.Errorf("%s imports %s; only tests may", r, rel(imp))
 			case (imp == module+"/internal/waitfor" || imp == module+"/internal/logtap") && r != "node/nodetest":
 				t.Errorf("%s imports %s; only tests (and the test harness node/nodetest) may", r, rel(imp))
@@ -187,6 +193,11 @@ func TestImportRules(t *testing.T) {
 		memberlistPkg: {"cluster"},
 		echoPkg:       {"rest", "cmd/kvnode"},
 		swguiPkg:      {"rest/openapi"},
+		// One place builds and serves metrics; tests parse them with
+		// internal/promtest.
+		promPkg:       {"metrics"},
+		promCommonPkg: {"internal/promtest"},
+		promModelPkg:  {"internal/promtest"},
 	}
 	// kin-openapi checks the OpenAPI document in tests; no kvnode binary
 	// links it. (.Imports lists non-test imports only.)

@@ -130,6 +130,12 @@ func (c *Cluster) RESTURLs() []string {
 	return urls
 }
 
+// HealthScore is memberlist's awareness of this node's own health: 0 when
+// it is healthy, up to the profile's awareness limit when its probes of
+// others keep missing their deadlines (it is slow, overloaded or cut
+// off); memberlist then lengthens its own timeouts.
+func (c *Cluster) HealthScore() int { return c.ml.GetHealthScore() }
+
 // Subscribe returns a channel with capacity 1 that receives a signal after
 // every change of the members view (join, leave, failure, metadata). Signals
 // coalesce: one pending signal stands for any number of changes, so read

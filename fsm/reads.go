@@ -143,6 +143,28 @@ func (f *FSM) Count(name string, id uint64) (int, error) {
 	return r.entries.Len(), nil
 }
 
+// RegionSize is a region's size on this replica.
+type RegionSize struct {
+	Region  string
+	Entries int
+	// Bytes are the entries' keys and values.
+	Bytes int64
+}
+
+// RegionSizes lists every region's entry count and bytes on this replica,
+// sorted by name. It costs O(regions): the counts are kept as entries
+// change.
+func (f *FSM) RegionSizes() []RegionSize {
+	f.mu.RLock()
+	out := make([]RegionSize, 0, len(f.st.regions))
+	for name, r := range f.st.regions {
+		out = append(out, RegionSize{Region: name, Entries: r.entries.Len(), Bytes: r.bytes})
+	}
+	f.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Region < out[j].Region })
+	return out
+}
+
 // RegionID returns the ID of the region name defined here.
 func (f *FSM) RegionID(name string) (uint64, bool) {
 	f.mu.RLock()

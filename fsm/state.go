@@ -49,6 +49,9 @@ type regionState struct {
 	id      uint64
 	kind    region.Kind
 	entries *btree.BTreeG[entry]
+	// bytes are the entries' keys and values, kept by put, del and clear
+	// (for metrics: RegionSizes).
+	bytes int64
 	// indexes are the region's secondary indexes, installed and being
 	// built (package indexset), kept in step with entries by put, del and
 	// clear, and abandoned when the region leaves the state.
@@ -113,6 +116,10 @@ func (r *regionState) put(key string, value json.RawMessage) {
 	// Clip capacity: nobody holding this value may append into shared memory.
 	old, had := r.entries.ReplaceOrInsert(entry{key: key, value: value[:len(value):len(value)]})
 	r.indexes.Put(key, old.value, had, value)
+	if had {
+		r.bytes -= int64(len(old.key) + len(old.value))
+	}
+	r.bytes += int64(len(key) + len(value))
 }
 
 // del removes an entry.
@@ -120,6 +127,7 @@ func (r *regionState) del(key string) {
 	old, had := r.entries.Delete(entry{key: key})
 	if had {
 		r.indexes.Delete(key, old.value)
+		r.bytes -= int64(len(old.key) + len(old.value))
 	}
 }
 
@@ -128,6 +136,7 @@ func (r *regionState) del(key string) {
 // index being built is done: it is empty too.
 func (r *regionState) clear() {
 	r.entries = newEntries()
+	r.bytes = 0
 	r.indexes.Clear()
 }
 

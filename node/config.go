@@ -58,6 +58,10 @@ type Config struct {
 	// PprofAddr, when set, is a debug listener serving /debug/pprof/
 	// (without authentication: keep it on loopback).
 	PprofAddr string
+	// MetricsAddr, when set, is a plain listener serving /metrics alone,
+	// without authentication, for scrapers (the REST port's /metrics needs
+	// CLUSTER:READ when security is on).
+	MetricsAddr string
 	// CORSOrigins are the origins (scheme://host[:port], or "*") whose
 	// pages may call the REST API from a browser; empty keeps
 	// cross-origin access off.
@@ -139,11 +143,16 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: bad port", flagName, addr))
 		}
 	}
-	if c.PprofAddr != "" {
-		if _, port, err := net.SplitHostPort(c.PprofAddr); err != nil {
-			errs = append(errs, fmt.Errorf("--pprof-addr %q: want host:port or :port: %v", c.PprofAddr, err))
+	for _, a := range []struct{ flagName, addr string }{
+		{"--pprof-addr", c.PprofAddr}, {"--metrics-addr", c.MetricsAddr},
+	} {
+		if a.addr == "" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port or :port: %v", a.flagName, a.addr, err))
 		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-			errs = append(errs, fmt.Errorf("--pprof-addr %q: bad port", c.PprofAddr))
+			errs = append(errs, fmt.Errorf("%s %q: bad port", a.flagName, a.addr))
 		}
 	}
 	if c.AdvertiseHTTP != "" {

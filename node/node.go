@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/metrics"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
@@ -36,6 +37,10 @@ type Node struct {
 	httpLn  net.Listener
 	httpSrv *http.Server
 	debug   *debugServer // nil unless Config.PprofAddr is set
+	// metrics is the node's registry; metricsSrv serves it on
+	// Config.MetricsAddr (nil when unset).
+	metrics    *metrics.Registry
+	metricsSrv *metricsServer
 	// tls is the node's TLS (nil parts: plain); auth its security file
 	// (nil: security off).
 	tls      tlsSetup
@@ -68,6 +73,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	}
 	n := &Node{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
+	n.metrics = newMetrics(n)
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -104,6 +110,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 		cleanup = append(cleanup, n.debug.close)
+	}
+	if cfg.MetricsAddr != "" {
+		if n.metricsSrv, err = listenMetrics(cfg.MetricsAddr, logger); err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, n.metricsSrv.close)
 	}
 
 	host, err := advertiseHost()
@@ -180,6 +192,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		// Every body the REST API accepts can be forwarded whole.
 		MaxFrameBytes: transport.FrameLimit(cfg.MaxBodySize),
 		Logger:        logger.With("component", "store"),
+		Observe:       observeGroup(n.metrics),
 	})
 	if err != nil {
 		return nil, err
@@ -200,7 +213,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	api := rest.New(rest.Config{
 		Auth:            n.auth,
-		Functions:       fns,
+		Functions:       measuredFunctions{Functions: fns, metrics: n.metrics},
 		FunctionTimeout: cfg.FunctionTimeout,
 		RequestTimeout:  cfg.RequestTimeout,
 		MaxBodyBytes:    cfg.MaxBodySize,
@@ -208,7 +221,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxQueryRows:    cfg.MaxQueryRows,
 		CORSOrigins:     cfg.CORSOrigins,
 		Logger:          logger.With("component", "rest"),
-	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat}, n.cluster, clusterView{store: n.store, members: n.cluster})
+		Metrics:         n.metrics.Handler(false), // the REST server compresses
+		Observer:        n.metrics.HTTP(),
+	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -227,6 +242,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			n.serveErr <- fmt.Errorf("REST server: %w", err)
 		}
 	}()
+	if n.metricsSrv != nil {
+		n.metricsSrv.serve(n.metrics.Handler(true))
+	}
 	if len(cfg.Regions) > 0 {
 		go func() {
 			if err := n.regions.EnsureRegions(ctx, cfg.Regions); err != nil && ctx.Err() == nil {
@@ -238,18 +256,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	logger.Info("kvnode started", "name", cfg.Name, "version", cfg.Version, "rest", n.restURL,
 		"http", n.httpLn.Addr().String(), "internal", advInternal, "gossip", n.cluster.LocalAddr(),
 		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join,
-		"security", n.auth != nil, "pprof", cfg.PprofAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
+		"security", n.auth != nil, "pprof", cfg.PprofAddr, "metrics", cfg.MetricsAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
 	return n, nil
 }
 
 // data is what the REST API reads and changes: the regions, entries and
-// indexes (package regions), queries (package query), named queries (the
-// catalog), and the store's readiness.
+// indexes (package regions), queries (package query, measured: Query),
+// named queries (the catalog), and the store's readiness.
 type data struct {
 	*store.Store
 	*regions.API
 	*query.Engine
 	*catalog.Catalog
+	metrics *metrics.Registry
 }
 
 // ReloadSecurity re-reads the security file (cmd/kvnode does on SIGHUP); a
@@ -311,6 +330,15 @@ func (n *Node) PprofAddr() string {
 	return n.debug.Addr()
 }
 
+// MetricsAddr is the address the metrics listener listens on, empty when
+// it is off.
+func (n *Node) MetricsAddr() string {
+	if n.metricsSrv == nil {
+		return ""
+	}
+	return n.metricsSrv.Addr()
+}
+
 // Store is the node's store, for tests and programs that embed a node.
 func (n *Node) Store() *store.Store { return n.store }
 
@@ -344,6 +372,9 @@ func (n *Node) shutdown(graceful bool) error {
 	}
 	if n.debug != nil {
 		n.debug.close()
+	}
+	if n.metricsSrv != nil {
+		n.metricsSrv.close()
 	}
 	n.logger.Info("kvnode stopped")
 	return errors.Join(errs...)

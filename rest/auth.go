@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -47,6 +48,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		pr, err := s.cfg.Auth.Authenticate(client, user, password)
 		if err != nil {
+			if s.cfg.Observer != nil {
+				s.cfg.Observer.LoginFailed(errors.Is(err, auth.ErrThrottled))
+			}
 			// Never the password.
 			s.log.Warn("authentication failed", "user", user, "client", client, "method", req.Method, "path", req.URL.EscapedPath(), "error", err, requestID(c))
 			return err
@@ -89,7 +93,7 @@ func (s *Server) routePermissions(c echo.Context) []auth.Permission {
 	switch path {
 	case kvPrefix, kvPrefix + "/":
 		return []auth.Permission{read}
-	case kvPrefix + "/servers":
+	case kvPrefix + "/servers", metricsPath:
 		return []auth.Permission{{Resource: "CLUSTER", Operation: "READ"}}
 	case kvPrefix + "/queries":
 		return []auth.Permission{read}

@@ -80,4 +80,10 @@
 //     and the body size limit applies to the decoded bytes.
 //   - Every log line this package writes for a request ends with its
 //     request_id (X-Request-ID), so that a client's report can be found.
+//   - GET /metrics serves the node's metrics (Config.Metrics, built by
+//     package metrics) and needs CLUSTER:READ. Every routed request and
+//     every refused login is reported to Config.Observer, which rest
+//     declares and package metrics implements: requests under their route
+//     template (c.Path(), never the path sent), so a key never becomes a
+//     label.
 package rest

@@ -20,10 +20,12 @@ const (
 	geodePrefix      = "/geode/v1"
 )
 
-// The API's description (under kvPrefix) and Swagger UI.
+// The API's description (under kvPrefix) and Swagger UI; the node's
+// metrics.
 const (
 	openAPIPath = "/openapi.json"
 	docsPath    = "/docs"
+	metricsPath = "/metrics"
 )
 
 // routes registers every route of the server; this file is the one place
@@ -41,6 +43,8 @@ func (s *Server) routes() {
 	s.handle(http.MethodHead, "/livez", s.ping)
 	s.handle(http.MethodGet, "/readyz", s.ready)
 	s.handle(http.MethodHead, "/readyz", s.ready)
+	// The node's metrics, for Prometheus.
+	s.handle(http.MethodGet, metricsPath, s.metrics)
 
 	// Regions and entries.
 	s.handle(http.MethodGet, kvPrefix, s.listRegions)
@@ -114,6 +118,16 @@ func (s *Server) routes() {
 	ui := echo.WrapHandler(openapi.SwaggerUI(docsPath+"/", kvPrefix+openAPIPath))
 	s.handle(http.MethodGet, docsPath+"/*", ui)
 	s.handle(http.MethodHead, docsPath+"/*", ui)
+}
+
+// metrics is GET /metrics: the node's metrics (Config.Metrics), 404 on a
+// server built without.
+func (s *Server) metrics(c echo.Context) error {
+	if s.cfg.Metrics == nil {
+		return echo.ErrNotFound
+	}
+	s.cfg.Metrics.ServeHTTP(c.Response(), c.Request())
+	return nil
 }
 
 // openAPIDocument is GET /kv/v1/openapi.json: the OpenAPI 3 document of

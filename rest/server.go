@@ -47,6 +47,24 @@ type Config struct {
 	// off.
 	CORSOrigins []string
 	Logger      *slog.Logger
+	// Metrics serves GET /metrics (the node's registry; package metrics,
+	// wired by node): CLUSTER:READ with security on. Nil answers 404.
+	Metrics http.Handler
+	// Observer, when set, is told how every routed request ended and of
+	// every refused login (package metrics implements it).
+	Observer Observer
+}
+
+// Observer is told what the server does, for its metrics. Its methods run
+// on every request: they must be cheap and safe for concurrent use.
+type Observer interface {
+	// ObserveRequest: a request answered status after elapsed. route is
+	// the route template that served it ("/kv/v1/:region/:keys", never
+	// the path the client sent), empty when no route matched.
+	ObserveRequest(route, method string, status int, elapsed time.Duration)
+	// LoginFailed: HTTP Basic credentials were refused, or throttled
+	// (too many failures from the client's address).
+	LoginFailed(throttled bool)
 }
 
 // ValidateCORSOrigins checks Config.CORSOrigins: each is "*" or an origin
@@ -220,8 +238,9 @@ func (p *panicError) Error() string {
 	return "internal error: handler panicked"
 }
 
-// accessLog logs every request at debug level. It answers errors itself
-// (through the error handler) so that the logged status is the one sent.
+// accessLog logs every request at debug level and tells the Observer. It
+// answers errors itself (through the error handler) so that the logged
+// status is the one sent.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -229,6 +248,9 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		req := c.Request()
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.ObserveRequest(c.Path(), req.Method, c.Response().Status, time.Since(start))
+		}
 		if s.log.Enabled(req.Context(), slog.LevelDebug) {
 			s.log.LogAttrs(req.Context(), slog.LevelDebug, "request",
 				slog.String("method", req.Method),

@@ -33,6 +33,7 @@ type groupSet struct {
 	logs    *raftlog.Store // every group's Raft log
 	logger  *slog.Logger
 	confirm raftgroup.ConfirmFunc
+	observe func(gid uint64) raftgroup.Observer // nil: none
 
 	mu     sync.RWMutex
 	m      map[uint64]*raftgroup.Group
@@ -72,6 +73,10 @@ func (gs *groupSet) open(gid uint64, dir string, fo fsm.Options) (*raftgroup.Gro
 	if err != nil {
 		return nil, err
 	}
+	var obs raftgroup.Observer
+	if gs.observe != nil {
+		obs = gs.observe(gid)
+	}
 	g, err := raftgroup.Open(raftgroup.Options{
 		ID:      gid,
 		Dir:     dir,
@@ -83,6 +88,7 @@ func (gs *groupSet) open(gid uint64, dir string, fo fsm.Options) (*raftgroup.Gro
 		FSM:     fo,
 		Logger:  gs.logger,
 		Confirm: gs.confirm,
+		Observe: obs,
 	})
 	if err != nil {
 		_ = ln.Close()

@@ -85,6 +85,9 @@ type Config struct {
 	// maxBody bytes; at most transport.FrameLimit(transport.MaxBodyBytes)). See readFrame.
 	MaxFrameBytes int64
 	Logger        *slog.Logger
+	// Observe, when set, gives each Raft group opened here its observer
+	// (the node's metrics); nil observes nothing.
+	Observe func(gid uint64) raftgroup.Observer
 }
 
 func (c *Config) setDefaults() {
@@ -216,6 +219,7 @@ func New(cfg Config) (*Store, error) {
 		raft:    cfg.Raft,
 		logger:  cfg.Logger,
 		confirm: s.router.confirmLeadership,
+		observe: cfg.Observe,
 		m:       map[uint64]*raftgroup.Group{},
 	}
 	s.router.groups = s.groups

@@ -155,6 +155,7 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.Uint64Var(&cfg.Raft.SnapshotThreshold, "snapshot-threshold", orDefault(cfg.Raft.SnapshotThreshold, raftgroup.DefaultConfig().SnapshotThreshold), "Raft log entries since a group's last snapshot that make it take the next one (like etcd's --snapshot-count)")
 	fs.DurationVar(&cfg.Raft.SnapshotInterval, "snapshot-interval", orDefault(cfg.Raft.SnapshotInterval, raftgroup.DefaultConfig().SnapshotInterval), "how often each group checks --snapshot-threshold (it waits between this and twice this)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", cfg.PprofAddr, "address of a debug listener serving Go's profiles at /debug/pprof/ (off when empty; no authentication: keep it on loopback)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of a plain listener serving /metrics alone, without authentication, for Prometheus (off when empty; the REST port's /metrics needs CLUSTER:READ with security on)")
 	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
 	// Not a field of node.Config: Parse reads the file before anything else.
 	fs.String(ConfigFlag, "", "YAML file of flag values, keyed by flag name (http-addr: :9000); precedence: flag > KVNODE_* > file > default")

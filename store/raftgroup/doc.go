@@ -16,7 +16,9 @@
 //     the read began, leadership confirmed by voters asked after it
 //     (readindex.go; the asking is the store's, through ConfirmFunc);
 //   - hashicorp/raft's errors translated into the region vocabulary
-//     (FromRaft), and one bound for an internal step (InternalTimeout).
+//     (FromRaft), and one bound for an internal step (InternalTimeout);
+//   - what the member's metrics measure of the group, around the
+//     interfaces raft calls (Observer, observe.go).
 //
 // The store (package store) opens and closes groups, forwards commands to
 // the leader, routes keys to groups and runs membership changes through

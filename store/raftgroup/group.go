@@ -173,6 +173,8 @@ type Group struct {
 	changed  chan struct{} // closed and replaced whenever the leader changes
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	events Observer // Options.Observe, nil when none
 }
 
 // Options says which group to open, where, and with what.
@@ -199,6 +201,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Confirm is the read-index round's leadership check (see ConfirmFunc).
 	Confirm ConfirmFunc
+	// Observe, when set, is told what the group's Raft does (metrics).
+	Observe Observer
 }
 
 // Open opens (or creates) the group's stores under o.Dir and starts its
@@ -311,18 +315,20 @@ func Open(o Options) (*Group, error) {
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
-	cached := newLogCache(o.Logs, logCacheEntries, logCacheBytes)
+	rfsm, rlogs, rsnaps, started := observed(o.Observe, f, o.Logs, snaps)
+	cached := newLogCache(rlogs, logCacheEntries, logCacheBytes)
 	stable := &stableStore{StableStore: logs}
 	var rt raft.Transport = trans
 	if rc.WrapTransport != nil {
 		rt = rc.WrapTransport(gid, trans)
 	}
-	r, err := raft.NewRaft(cfg, f, cached, stable, snaps, rt)
+	r, err := raft.NewRaft(cfg, rfsm, cached, stable, rsnaps, rt)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: start: %w", gid, err)
 	}
+	started(r)
 	g := &Group{
 		id:      gid,
 		raft:    r,
@@ -336,6 +342,7 @@ func Open(o Options) (*Group, error) {
 		stop:    make(chan struct{}),
 		obsCh:   make(chan raft.Observation, 16),
 		staging: make(chan struct{}, 1),
+		events:  o.Observe,
 	}
 	g.reads = NewReadIndexer(g, confirm)
 	g.batch = newBatcher(g)
@@ -382,6 +389,9 @@ func (g *Group) watchLeader() {
 			if lo, ok := o.Data.(raft.LeaderObservation); ok {
 				addr, _ := transport.SplitRaftAddr(lo.LeaderAddr)
 				g.logger.Info("leader changed", "leader", string(lo.LeaderID), "address", addr)
+				if g.events != nil && lo.LeaderID != "" {
+					g.events.LeaderChanged()
+				}
 			}
 			g.leaderMu.Lock()
 			close(g.changed)

@@ -16,6 +16,7 @@ const (
 	echoPkg       = "github.com/labstack/echo/v4"
 	swguiPkg      = "github.com/swaggest/swgui"
 	kinOpenAPIPkg = "github.com/getkin/kin-openapi"
+	chromedpPkg   = "github.com/chromedp"
 )
 
 // goList runs `go list` with a template over every package of the module.
@@ -76,16 +77,16 @@ func TestImportRules(t *testing.T) {
 	server := []string{module + "/store", module + "/fsm", module + "/rest", module + "/cluster", module + "/node",
 		module + "/oql", module + "/index", module + "/function", module + "/auth", raftPkg, memberlistPkg, echoPkg}
 	forbidden := map[string][]string{
-		"fsm":             {module + "/store", module + "/rest", module + "/cluster", echoPkg},
-		"fsm/codec":       {module + "/fsm", module + "/store", module + "/oql", module + "/index", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"fsm/indexset":    {module + "/fsm", module + "/store", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"store":           {module + "/rest", module + "/store/regions", module + "/store/query", echoPkg},
-		"cluster":         {raftPkg, module + "/store", module + "/fsm"},
-		"oql":             {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"index":           {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"function":        {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"rest":            {raftPkg, module + "/fsm", memberlistPkg},
-		"rest/input":      {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
+		"fsm":          {module + "/store", module + "/rest", module + "/cluster", echoPkg},
+		"fsm/codec":    {module + "/fsm", module + "/store", module + "/oql", module + "/index", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"fsm/indexset": {module + "/fsm", module + "/store", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"store":        {module + "/rest", module + "/store/regions", module + "/store/query", echoPkg},
+		"cluster":      {raftPkg, module + "/store", module + "/fsm"},
+		"oql":          {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"index":        {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"function":     {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"rest":         {raftPkg, module + "/fsm", memberlistPkg},
+		"rest/input":   {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
 		// The API's description and Swagger UI: data and a page, nothing
 		// of kvnode's behaviour.
 		"rest/openapi": {module, echoPkg, raftPkg, memberlistPkg},
@@ -103,7 +104,10 @@ func TestImportRules(t *testing.T) {
 		"store/reconcile": {only(module + "/store"), module + "/rest", module + "/oql", echoPkg},
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
-		"chaos":           server,
+		// The web console: a page and its files, which reach the cluster
+		// through the public API, from the browser only.
+		"rest/console": {module, echoPkg, raftPkg, memberlistPkg},
+		"chaos":        server,
 		// The client commands speak REST only, as any client of the API does:
 		// no package of the server, not even region's vocabulary.
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
@@ -188,11 +192,12 @@ func TestImportRules(t *testing.T) {
 		echoPkg:       {"rest", "cmd/kvnode"},
 		swguiPkg:      {"rest/openapi"},
 	}
-	// kin-openapi checks the OpenAPI document in tests; no kvnode binary
-	// links it. (.Imports lists non-test imports only.)
+	// kin-openapi checks the OpenAPI document in tests, and chromedp
+	// drives the console in Chromium in tests; no kvnode binary links
+	// them. (.Imports lists non-test imports only.)
 	for pkg, list := range imports {
 		for _, imp := range list {
-			if hasPrefixPkg(imp, kinOpenAPIPkg) {
+			if hasPrefixPkg(imp, kinOpenAPIPkg) || hasPrefixPkg(imp, chromedpPkg) {
 				t.Errorf("%s imports %s; only tests may", rel(pkg), imp)
 			}
 		}

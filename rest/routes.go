@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kvnode/kvnode/rest/console"
 	"github.com/kvnode/kvnode/rest/middleware"
 	"github.com/kvnode/kvnode/rest/openapi"
 )
@@ -20,10 +21,11 @@ const (
 	geodePrefix      = "/geode/v1"
 )
 
-// The API's description (under kvPrefix) and Swagger UI.
+// The API's description (under kvPrefix), Swagger UI and the console.
 const (
 	openAPIPath = "/openapi.json"
 	docsPath    = "/docs"
+	consolePath = "/console"
 )
 
 // routes registers every route of the server; this file is the one place
@@ -114,6 +116,19 @@ func (s *Server) routes() {
 	ui := echo.WrapHandler(openapi.SwaggerUI(docsPath+"/", kvPrefix+openAPIPath))
 	s.handle(http.MethodGet, docsPath+"/*", ui)
 	s.handle(http.MethodHead, docsPath+"/*", ui)
+
+	// The web console (package console), where / leads a browser. Its
+	// files are static and need no credentials; every call its page makes
+	// goes to the API above with the user's.
+	toConsole := func(c echo.Context) error { return c.Redirect(http.StatusFound, consolePath+"/") }
+	s.handle(http.MethodGet, "/", toConsole)
+	s.handle(http.MethodHead, "/", toConsole)
+	s.handle(http.MethodGet, consolePath, func(c echo.Context) error {
+		return c.Redirect(http.StatusMovedPermanently, consolePath+"/")
+	})
+	page := echo.WrapHandler(console.Handler(consolePath + "/"))
+	s.handle(http.MethodGet, consolePath+"/*", page)
+	s.handle(http.MethodHead, consolePath+"/*", page)
 }
 
 // openAPIDocument is GET /kv/v1/openapi.json: the OpenAPI 3 document of

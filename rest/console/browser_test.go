@@ -514,3 +514,28 @@ func quote(s string) string {
 	q, _ := json.Marshal(s)
 	return string(q)
 }
+
+// TestConsoleWithoutSecurity: a node without a security file shows the
+// console at once, says that security is off, and offers no sign-out.
+func TestConsoleWithoutSecurity(t *testing.T) {
+	browserPath := findChromium(t)
+	c := nodetest.New(t)
+	n := c.Start("solo", 1)
+	waitfor.Cond(t, 30*time.Second, "the node to be ready", func() bool {
+		resp, err := http.Get("http://" + n.HTTPAddr() + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	b := newBrowser(t, browserPath, screenshotDir(t))
+	b.run(chromedp.Navigate("http://" + n.HTTPAddr() + "/"))
+	b.waitJS("the member table", `!!document.querySelector('#members-table tr[data-member="solo"]')`)
+	b.waitText(".topbar", "Security off")
+	if eval[bool](b, `!!document.querySelector('#login-form, #sign-out')`) {
+		t.Error("without security the console shows a sign-in form or a sign-out button")
+	}
+	b.shot("20-security-off")
+	b.checkNoPageErrors()
+}

@@ -22,6 +22,7 @@ const root = document.getElementById('app');
 let securityOn = false;
 let unmount = null;
 let shell = null;
+let unsubscribe = null;
 
 // start finds out whether the cluster wants credentials: GET /kv/v1
 // without any answers 401 when security is on. Nothing of the cluster is
@@ -92,6 +93,8 @@ function login(message) {
 function teardown() {
   if (unmount) unmount();
   unmount = null;
+  if (unsubscribe) unsubscribe();
+  unsubscribe = null;
   status.stop();
   shell = null;
 }
@@ -115,7 +118,7 @@ function enter() {
     h('header.topbar', h('div.brand', h('img', { src: 'favicon.svg', alt: '' }), h('b', 'kvnode'), h('span', 'console')),
       pill, h('div.grow'), userBox),
     nav, main));
-  status.subscribe((s) => {
+  unsubscribe = status.subscribe((s) => {
     if (!shell) return;
     const sum = status.summary(s);
     fill(pill, h('span.dot', { class: sum.level }), h('span', sum.text));

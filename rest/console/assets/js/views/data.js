@@ -92,6 +92,7 @@ export function mount(main, regionArg) {
   }
 
   function applyFilter() {
+    if (!st.keys) return;
     st.filtered = st.filter ? st.keys.filter((k) => k.includes(st.filter)) : st.keys;
   }
 
@@ -131,6 +132,7 @@ export function mount(main, regionArg) {
   }
 
   async function showPage() {
+    if (!st.keys) return;
     const total = st.filtered.length;
     const pages = Math.max(1, Math.ceil(total / st.size));
     const from = st.page * st.size;

@@ -131,6 +131,10 @@ export function mount(main, arg) {
       const q = {};
       switch (target()) {
         case 'region':
+          if (!regionSel.value) {
+            showError(errBox, { message: 'Choose a region to run the function on.' });
+            return;
+          }
           q.onRegion = regionSel.value;
           if (filter.value.trim()) q.filter = filter.value.trim();
           break;
@@ -138,10 +142,18 @@ export function mount(main, arg) {
           const picked = [...memberChecks.querySelectorAll('input:checked')].map((c) => c.value);
           const typed = memberChecks.querySelector('input[type=text]');
           q.onMembers = typed ? typed.value.trim() : picked.join(',');
+          if (!q.onMembers) {
+            showError(errBox, { message: 'Choose at least one member.' });
+            return;
+          }
           break;
         }
         case 'groups':
           q.onGroups = groups.value.trim();
+          if (!q.onGroups) {
+            showError(errBox, { message: 'Name at least one member group.' });
+            return;
+          }
           break;
       }
       let body;

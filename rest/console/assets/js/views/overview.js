@@ -71,7 +71,7 @@ function renderCards(box, s, regionList) {
   if (s.cluster) {
     const alive = s.cluster.members.filter((m) => m.status === 'alive').length;
     const voters = s.cluster.members.filter((m) => m.suffrage === 'voter').length;
-    out.push(stat('Control group', s.cluster.leader || 'no leader', `leader · term ${s.cluster.term} · ${voters} voters`, s.cluster.leader ? 'ok' : 'bad'));
+    out.push(stat('Control group', s.cluster.leader || 'no leader', `leader · term ${s.cluster.term} · ${voters} voter${voters === 1 ? '' : 's'}`, s.cluster.leader ? 'ok' : 'bad'));
     out.push(stat('Members', `${alive} / ${s.cluster.members.length}`, 'alive / known', alive === s.cluster.members.length ? 'ok' : 'warn'));
   } else if (s.servers) {
     out.push(stat('Members', String(s.servers.length), 'live members (/kv/v1/servers)'));
@@ -96,11 +96,17 @@ function forbidden(e, what) {
   return errorBox(e);
 }
 
+// link shows a member's REST URL, as a link only when it is http(s).
+function link(u) {
+  if (!u) return '—';
+  return /^https?:\/\//.test(u) ? h('a.mono', { href: u, target: '_blank', rel: 'noopener' }, u) : h('span.mono', u);
+}
+
 function renderMembers(box, s) {
   if (s.clusterErr) {
     const wrap = [h('div', { class: 'body' }, forbidden(s.clusterErr, 'The member table'))];
     if (s.servers) {
-      wrap.push(table(['REST URL'], s.servers.map((u) => h('tr', h('td', h('a', { href: u }, u))))));
+      wrap.push(table(['REST URL'], s.servers.map((u) => h('tr', h('td', link(u))))));
     }
     fill(box, wrap);
     return;
@@ -113,7 +119,7 @@ function renderMembers(box, s) {
     h('td', h('div.row', h('b', m.name), m.name === s.cluster.leader ? h('span.badge.blue', 'leader') : null)),
     h('td', h('div.row', h('span.dot', { class: statusDot[m.status] || '' }), m.status)),
     h('td', m.suffrage ? h('span.badge', { class: m.suffrage === 'voter' ? 'green' : '' }, m.suffrage) : h('span.faint', 'not in the group')),
-    h('td', m.restUrl ? h('a.mono', { href: m.restUrl, target: '_blank', rel: 'noopener' }, m.restUrl) : '—'),
+    h('td', link(m.restUrl)),
     h('td.mono', m.internalAddr || '—'),
     h('td.mono', m.gossipAddr || '—'),
     h('td', m.groups.length ? m.groups.map((g) => h('span.badge', g)) : h('span.faint', '—')),

@@ -3,7 +3,7 @@
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= kvnode
 
-.PHONY: build image test test-go test-k8s test-monitoring test-docker test-fuse test-chaos-short need-docker need-fuse need-promtool clean chaos chaos-compose chaos-doc
+.PHONY: build image test test-go test-k8s test-monitoring test-browser test-docker test-fuse test-chaos-short need-chromium need-docker need-fuse need-promtool clean chaos chaos-compose chaos-doc
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/kvnode ./cmd/kvnode
@@ -12,21 +12,25 @@ image: build
 	docker build -f deploy/Dockerfile -t $(IMAGE):$(VERSION) -t $(IMAGE):latest .
 
 # Every test, all build tags: the README's test command, and what CI runs.
-# It needs a Docker engine with Compose, and FUSE (/dev/fuse, fusermount3,
-# root) for the chaos suite's power-loss mounts; a missing one fails with
-# the reason, it is never skipped. promtool (Debian: apt-get install -y
-# prometheus) checks the metrics in test-go and the rules in test-monitoring.
+# It needs a Docker engine with Compose, FUSE (/dev/fuse, fusermount3,
+# root) for the chaos suite's power-loss mounts, and Chromium for the web
+# console; a missing one fails with the reason, it is never skipped.
+# promtool (Debian: apt-get install -y prometheus) checks the metrics in
+# test-go and the rules in test-monitoring.
 #   test-go           no build tag: unit, in-process clusters, real processes
 #   test-k8s          the Kubernetes manifests, in their own module
 #                     (deploy/k8stest, so that k8s.io stays out of go.mod)
 #   test-monitoring   deploy/monitoring: the alert rules and their unit
 #                     tests, the Prometheus configuration (promtool)
+#   test-browser      tag browser: the web console in headless Chromium
+#                     against a 3-member cluster with security on;
+#                     screenshots of each step in test-artifacts/console
 #   test-docker       tag docker: image, compose cluster, kill, cut, restart
 #   test-fuse         tag chaos: chaos/powerfs mounted for real, raft
 #                     snapshots across a power cut (store/raftgroup)
 #   test-chaos-short  tag chaos: every scenario 20 s on processes (power loss
 #                     and multi-key operations included), five on compose
-test: test-go test-k8s test-monitoring test-docker test-fuse test-chaos-short
+test: test-go test-k8s test-monitoring test-browser test-docker test-fuse test-chaos-short
 
 test-go:
 	go test -race ./...
@@ -36,6 +40,9 @@ test-k8s:
 
 test-monitoring: need-promtool
 	cd deploy/monitoring && promtool check rules alerts.yml && promtool test rules alerts_test.yml && promtool check config prometheus.yml
+
+test-browser: need-chromium
+	KVNODE_SCREENSHOTS=$(CURDIR)/test-artifacts/console go test -tags browser -count=1 -timeout 5m ./rest/console/
 
 test-docker: need-docker
 	go test -tags docker -count=1 -timeout 10m ./deploy/dockere2e/
@@ -50,6 +57,9 @@ test-chaos-short: need-docker need-fuse
 	go test -tags chaos -run 'TestChaos$$' -count=1 -timeout 15m ./chaos/ \
 		-args -chaos.backend=compose -chaos.duration=20s -chaos.results=$(CURDIR)/chaos-results \
 		-chaos.scenarios=kill-leader,pause-leader,partition,crash-all,random
+
+need-chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || { echo "FAILED: no Chromium: the web console is tested in headless Chromium (Debian: apt-get install -y chromium; or set CHROMIUM to a Chrome binary)"; exit 1; }
 
 need-docker:
 	@docker info >/dev/null 2>&1 || { echo "FAILED: no Docker engine answers 'docker info': the image, the compose cluster and the compose chaos pass cannot be tested here"; exit 1; }
@@ -85,4 +95,4 @@ chaos-doc:
 		-chaos.runlog=$(CURDIR)/docs/chaos-runs.jsonl -chaos.doc=$(CURDIR)/docs/chaos.md
 
 clean:
-	rm -rf bin chaos-results
+	rm -rf bin chaos-results test-artifacts

@@ -19,6 +19,7 @@ const (
 	promPkg       = "github.com/prometheus/client_golang"
 	promCommonPkg = "github.com/prometheus/common"
 	promModelPkg  = "github.com/prometheus/client_model"
+	chromedpPkg   = "github.com/chromedp"
 )
 
 // goList runs `go list` with a template over every package of the module.
@@ -106,7 +107,10 @@ func TestImportRules(t *testing.T) {
 		"store/reconcile": {only(module + "/store"), module + "/rest", module + "/oql", echoPkg},
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
-		"chaos":           server,
+		// The web console: a page and its files, which reach the cluster
+		// through the public API, from the browser only.
+		"rest/console": {module, echoPkg, raftPkg, memberlistPkg},
+		"chaos":        server,
 		// The client commands speak REST only, as any client of the API does:
 		// no package of the server, not even region's vocabulary.
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
@@ -199,11 +203,12 @@ func TestImportRules(t *testing.T) {
 		promCommonPkg: {"internal/promtest"},
 		promModelPkg:  {"internal/promtest"},
 	}
-	// kin-openapi checks the OpenAPI document in tests; no kvnode binary
-	// links it. (.Imports lists non-test imports only.)
+	// kin-openapi checks the OpenAPI document in tests, and chromedp
+	// drives the console in Chromium in tests; no kvnode binary links
+	// them. (.Imports lists non-test imports only.)
 	for pkg, list := range imports {
 		for _, imp := range list {
-			if hasPrefixPkg(imp, kinOpenAPIPkg) {
+			if hasPrefixPkg(imp, kinOpenAPIPkg) || hasPrefixPkg(imp, chromedpPkg) {
 				t.Errorf("%s imports %s; only tests may", rel(pkg), imp)
 			}
 		}

@@ -35,6 +35,23 @@ func NormalizeValue(raw []byte) (json.RawMessage, error) {
 	return json.RawMessage(buf.Bytes()), nil
 }
 
+// CheckCompacted checks a value cut from a body that json.Compact has
+// already validated and compacted and that is valid UTF-8 as a whole (a
+// multi-key PUT's array): what NormalizeValue checks beyond that, without
+// copying it again. v is returned as the stored value.
+func CheckCompacted(v []byte) (json.RawMessage, error) {
+	if len(v) == 0 || v[0] != '{' {
+		if len(v) == 0 {
+			return nil, fmt.Errorf("%w: the request body is empty; an entry value must be a JSON object", ErrInvalid)
+		}
+		return nil, fmt.Errorf("%w: an entry value must be a JSON object, got %s", ErrInvalid, describeJSON(v[0]))
+	}
+	if d := depth(v); d > MaxValueDepth {
+		return nil, fmt.Errorf("%w: the value nests %d levels deep; at most %d are allowed", ErrInvalid, d, MaxValueDepth)
+	}
+	return json.RawMessage(v), nil
+}
+
 // MaxValueDepth is how deeply objects and arrays may nest in a value: deep
 // enough for any document, shallow enough that no recursive reader
 // (queries, functions, clients) can be pushed into a stack overflow.

@@ -22,12 +22,13 @@ import (
 // principalKey is where the authenticated principal waits in the context.
 const principalKey = "kvnode.principal"
 
-// open are the routes that need no credentials: health probes, and the
-// API's description and Swagger UI, which are static (the calls Swagger UI
-// makes need credentials like any other).
+// open are the routes that need no credentials: health probes, the API's
+// description, Swagger UI and the console, which are static (the calls
+// Swagger UI and the console make need credentials like any other).
 var open = map[string]bool{
 	kvPrefix + "/ping": true, "/livez": true, "/readyz": true,
 	kvPrefix + openAPIPath: true, docsPath: true, docsPath + "/*": true,
+	"/": true, consolePath: true, consolePath + "/*": true,
 }
 
 // authenticate is the middleware: credentials, then the route's

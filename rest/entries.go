@@ -230,19 +230,19 @@ func (s *Server) putEntries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	elems := []json.RawMessage{body}
-	if len(keys) > 1 {
-		if elems, err = input.ParseArray(body, len(keys)); err != nil {
-			return err
-		}
-	}
 	ctx := c.Request().Context()
 	if op == input.OpCAS {
+		elems := []json.RawMessage{body}
+		if len(keys) > 1 {
+			if elems, err = input.ParseArray(body, len(keys)); err != nil {
+				return err
+			}
+		}
 		pairs := make([]region.CASPair, len(keys))
 		for i, k := range keys {
 			oldV, newV, err := input.ParseCASPair(elems[i])
 			if err != nil {
-				return withElement(err, keys, i)
+				return input.WithElement(err, keys, i)
 			}
 			pairs[i] = region.CASPair{Key: k, Old: oldV, New: newV}
 		}
@@ -251,13 +251,9 @@ func (s *Server) putEntries(c echo.Context) error {
 		}
 		return c.NoContent(http.StatusOK)
 	}
-	entries := make([]region.Entry, len(keys))
-	for i, k := range keys {
-		v, err := region.NormalizeValue(elems[i])
-		if err != nil {
-			return withElement(err, keys, i)
-		}
-		entries[i] = region.Entry{Key: k, Value: v}
+	entries, err := input.Entries(body, keys)
+	if err != nil {
+		return err
 	}
 	if op == input.OpReplace {
 		err = s.store.Replace(ctx, name, entries)
@@ -268,15 +264,6 @@ func (s *Server) putEntries(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
-}
-
-// withElement names the key whose body element was refused, in the
-// multi-key form.
-func withElement(err error, keys []string, i int) error {
-	if len(keys) == 1 {
-		return err
-	}
-	return fmt.Errorf("value %d (key %q): %w", i, keys[i], err)
 }
 
 // conflict answers a *region.ConflictError as Geode does: 409, Location of

@@ -44,8 +44,9 @@ func loadSpec(tb testing.TB) *openapi3.T {
 }
 
 // undocumentedRoutes are served but are no part of the API: Swagger UI's
-// page and assets (a wildcard no OpenAPI path can name).
-var undocumentedRoutes = map[string]bool{docsPath: true, docsPath + "/*": true}
+// and the console's pages and files (wildcards no OpenAPI path can name;
+// the document's "/" says where the console is).
+var undocumentedRoutes = map[string]bool{docsPath: true, docsPath + "/*": true, consolePath: true, consolePath + "/*": true}
 
 // TestOpenAPICoversEveryRoute walks the router: every method of every
 // route is an operation of the document, and every operation of the
@@ -283,8 +284,9 @@ func (ex *exchange) check(rec *recorder) error {
 		item = ex.doc.Paths.Find(ex.path)
 		op = item.GetOperation(ex.req.Method)
 	}
-	if p := ex.req.URL.Path; op == nil && (p == docsPath || strings.HasPrefix(p, docsPath+"/")) {
-		return nil // Swagger UI (undocumentedRoutes)
+	if p := ex.req.URL.Path; op == nil && (p == docsPath || strings.HasPrefix(p, docsPath+"/") ||
+		p == consolePath || strings.HasPrefix(p, consolePath+"/")) {
+		return nil // Swagger UI and the console (undocumentedRoutes)
 	}
 	if op == nil {
 		// Not an operation of the document: the router's 404, a 405 with

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kvnode/kvnode/rest/console"
 	"github.com/kvnode/kvnode/rest/middleware"
 	"github.com/kvnode/kvnode/rest/openapi"
 )
@@ -20,11 +21,12 @@ const (
 	geodePrefix      = "/geode/v1"
 )
 
-// The API's description (under kvPrefix) and Swagger UI; the node's
-// metrics.
+// The API's description (under kvPrefix), Swagger UI, the console; the
+// node's metrics.
 const (
 	openAPIPath = "/openapi.json"
 	docsPath    = "/docs"
+	consolePath = "/console"
 	metricsPath = "/metrics"
 )
 
@@ -118,6 +120,19 @@ func (s *Server) routes() {
 	ui := echo.WrapHandler(openapi.SwaggerUI(docsPath+"/", kvPrefix+openAPIPath))
 	s.handle(http.MethodGet, docsPath+"/*", ui)
 	s.handle(http.MethodHead, docsPath+"/*", ui)
+
+	// The web console (package console), where / leads a browser. Its
+	// files are static and need no credentials; every call its page makes
+	// goes to the API above with the user's.
+	toConsole := func(c echo.Context) error { return c.Redirect(http.StatusFound, consolePath+"/") }
+	s.handle(http.MethodGet, "/", toConsole)
+	s.handle(http.MethodHead, "/", toConsole)
+	s.handle(http.MethodGet, consolePath, func(c echo.Context) error {
+		return c.Redirect(http.StatusMovedPermanently, consolePath+"/")
+	})
+	page := echo.WrapHandler(console.Handler(consolePath + "/"))
+	s.handle(http.MethodGet, consolePath+"/*", page)
+	s.handle(http.MethodHead, consolePath+"/*", page)
 }
 
 // metrics is GET /metrics: the node's metrics (Config.Metrics), 404 on a

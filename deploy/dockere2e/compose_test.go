@@ -84,6 +84,22 @@ func freePorts(t *testing.T, n int) []int {
 	return ps
 }
 
+// buildImage builds the image as `make image` does, tagged after the
+// project, and removes it when the test ends.
+func buildImage(t *testing.T, root, project string) string {
+	t.Helper()
+	image := "kvnode:" + project
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=e2e", "-o", "bin/kvnode", "./cmd/kvnode")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	docker(t, "build", "-q", "-f", filepath.Join(root, "deploy", "Dockerfile"), "-t", image, root)
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	return image
+}
+
 type reply struct {
 	status int
 	body   string
@@ -133,17 +149,7 @@ func TestComposeCluster(t *testing.T) {
 	}
 	root := repoRoot(t)
 	project := fmt.Sprintf("kvnodee2e%d", os.Getpid())
-	image := "kvnode:" + project
-
-	// The image, as `make image` builds it.
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=e2e", "-o", "bin/kvnode", "./cmd/kvnode")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	docker(t, "build", "-q", "-f", filepath.Join(root, "deploy", "Dockerfile"), "-t", image, root)
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	image := buildImage(t, root, project)
 
 	ports := freePorts(t, 3)
 	env := []string{"KVNODE_IMAGE=" + image}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kvnode/kvnode/region"
 )
@@ -13,6 +14,93 @@ import (
 // The JSON bodies of writes and of the management API. rest has checked
 // that a body is declared as JSON and within the size limit; these decide
 // whether it is one the API accepts.
+
+// Entries reads the body of a PUT of keys: one JSON object for one key, a
+// JSON array of one object per key for several. Each value is checked and
+// compacted as region.NormalizeValue does; a refused one names its key.
+//
+// A bulk load sends thousands of values in one array, so the common case
+// takes one pass: the whole body compacted (which validates it) and
+// checked for UTF-8 once, then cut into its elements in place. A body that
+// fails either check goes the element-by-element way, whose errors name
+// the element at fault.
+func Entries(body []byte, keys []string) ([]region.Entry, error) {
+	if len(keys) == 1 {
+		v, err := region.NormalizeValue(body)
+		if err != nil {
+			return nil, err
+		}
+		return []region.Entry{{Key: keys[0], Value: v}}, nil
+	}
+	check := region.CheckCompacted
+	elems, ok := splitCompacted(body, len(keys))
+	if !ok {
+		var err error
+		if elems, err = ParseArray(body, len(keys)); err != nil {
+			return nil, err
+		}
+		check = region.NormalizeValue
+	}
+	entries := make([]region.Entry, len(keys))
+	for i, k := range keys {
+		v, err := check(elems[i])
+		if err != nil {
+			return nil, WithElement(err, keys, i)
+		}
+		entries[i] = region.Entry{Key: k, Value: v}
+	}
+	return entries, nil
+}
+
+// WithElement names the key whose body element was refused, in the
+// multi-key form.
+func WithElement(err error, keys []string, i int) error {
+	if len(keys) == 1 {
+		return err
+	}
+	return fmt.Errorf("value %d (key %q): %w", i, keys[i], err)
+}
+
+// splitCompacted compacts body and cuts it into the elements of its
+// top-level array, sharing one buffer; ok is false (and the caller takes
+// the slow path) unless body is valid JSON, valid UTF-8, an array, and of
+// want elements.
+func splitCompacted(body []byte, want int) ([]json.RawMessage, bool) {
+	if !utf8.Valid(body) {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(body))
+	if json.Compact(&buf, body) != nil {
+		return nil, false
+	}
+	b := buf.Bytes()
+	if len(b) < 2 || b[0] != '[' {
+		return nil, false
+	}
+	elems := make([]json.RawMessage, 0, want)
+	start, d, inString := 1, 0, false
+	for i := 1; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			d++
+		case c == '}' || (c == ']' && d > 0):
+			d--
+		case d == 0 && (c == ',' || c == ']'):
+			if i > start {
+				elems = append(elems, json.RawMessage(b[start:i:i]))
+			}
+			start = i + 1
+		}
+	}
+	return elems, len(elems) == want
+}
 
 // ParseArray splits the body of a multi-key PUT, a JSON array, into its
 // elements, keeping each element's bytes as sent (values are never

@@ -116,3 +116,65 @@ func TestParseGeodeIndex(t *testing.T) {
 		checkErr(t, err, want)
 	}
 }
+
+// TestEntriesFastPathAgreesWithElementwise: the one-pass reading of a
+// multi-key body (compact, cut in place) answers exactly what reading it
+// element by element answers, values and errors alike.
+func TestEntriesFastPathAgreesWithElementwise(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, 65) + "1" + strings.Repeat("}", 65)
+	bodies := []string{
+		`[{"a":1},{"b":[1,2,{"c":"],}"}]}]`,
+		"[ {\"p\" : 10.0 } ,\n\t{ \"s\":\"a\\\"],[{\" } ]",
+		`[{"u":"\u00e9\ud83d\ude00"},{"e":""}]`,
+		`[{"a":1},[1]]`,
+		`[{"a":1},"x"]`,
+		`[{"a":1},` + deep + `]`,
+		`[{"a":1},{"b":2},{"c":3}]`,
+		`[{"a":1}]`,
+		`[{"a":1},{"b":2}`,
+		`[{"a":1},{"b":2}] x`,
+		"[{\"a\":\"\xff\"},{\"b\":2}]",
+		`{"a":1}`,
+		`[{"a":1},{"b":2},]`,
+		`[{"a":1},,{"b":2}]`,
+		`[]`,
+	}
+	keys := []string{"k1", "k2"}
+	for _, body := range bodies[:6] {
+		if _, ok := splitCompacted([]byte(body), len(keys)); !ok {
+			t.Fatalf("%q does not take the one-pass way", body)
+		}
+	}
+	for _, body := range bodies {
+		got, gotErr := Entries([]byte(body), keys)
+		var want []region.Entry
+		elems, wantErr := ParseArray([]byte(body), len(keys))
+		if wantErr == nil {
+			for i, k := range keys {
+				v, err := region.NormalizeValue(elems[i])
+				if err != nil {
+					wantErr = WithElement(err, keys, i)
+					break
+				}
+				want = append(want, region.Entry{Key: k, Value: v})
+			}
+		}
+		if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+			t.Errorf("%q: error %v, element by element %v", body, gotErr, wantErr)
+			continue
+		}
+		if wantErr != nil {
+			continue
+		}
+		for i := range want {
+			if got[i].Key != want[i].Key || string(got[i].Value) != string(want[i].Value) {
+				t.Errorf("%q: entry %d = %s %s, element by element %s %s", body, i, got[i].Key, got[i].Value, want[i].Key, want[i].Value)
+			}
+		}
+	}
+	// One key: the body is the value.
+	got, err := Entries([]byte(` {"a" : 1} `), []string{"k"})
+	if err != nil || len(got) != 1 || string(got[0].Value) != `{"a":1}` {
+		t.Errorf("one key: %v %v", got, err)
+	}
+}

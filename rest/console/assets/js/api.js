@@ -1,0 +1,102 @@
+// The console's one way to the cluster: the public REST API of the node
+// that served the page, with the signed-in user's HTTP Basic credentials.
+//
+// The credentials live in this module's memory only: never in cookies
+// or web storage. They are gone when the tab is closed or
+// reloaded, and signOut drops them at once. Requests are sent with
+// credentials: 'omit', so the browser neither adds credentials of its own
+// nor shows its sign-in dialog on a 401: the page's form is the one way in.
+
+let authorization = null; // "Basic ..." while signed in
+let userName = '';
+const listeners = new Set();
+
+export class ApiError extends Error {
+  constructor(fields) {
+    super(fields.cause);
+    Object.assign(this, fields);
+  }
+}
+
+export function signIn(user, password) {
+  const bytes = new TextEncoder().encode(`${user}:${password}`);
+  let bin = '';
+  for (const b of bytes) bin += String.fromCharCode(b);
+  authorization = 'Basic ' + btoa(bin);
+  userName = user;
+}
+
+export function signOut() {
+  authorization = null;
+  userName = '';
+}
+
+export function user() {
+  return userName;
+}
+
+// onUnauthorized registers f, called when a signed-in request answers
+// 401 (the password changed, the user was removed).
+export function onUnauthorized(f) {
+  listeners.add(f);
+}
+
+// path joins segments with each one escaped, for keys like "a/b" or "100%".
+export function seg(s) {
+  return encodeURIComponent(s);
+}
+
+// call sends one request. opts: query (object of parameters; undefined
+// values are left out), json (a value to send as JSON), body (a string
+// sent as JSON text as it is), auth (false for a request without
+// credentials). It resolves with {status, headers, text} for a 2xx or a
+// 409 (whose body is the current value, not an error), and rejects with
+// an ApiError carrying the API's cause otherwise.
+export async function call(method, path, opts = {}) {
+  let url = path;
+  if (opts.query) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(opts.query)) if (v !== undefined && v !== null && v !== '') q.append(k, v);
+    const s = q.toString();
+    if (s) url += (url.includes('?') ? '&' : '?') + s;
+  }
+  const headers = { Accept: 'application/json' };
+  let body;
+  if (opts.json !== undefined) {
+    body = JSON.stringify(opts.json);
+  } else if (opts.body !== undefined) {
+    body = opts.body;
+  }
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const sentAuth = opts.auth !== false && authorization;
+  if (sentAuth) headers.Authorization = authorization;
+  let resp;
+  try {
+    resp = await fetch(url, { method, headers, body, credentials: 'omit', cache: 'no-store', redirect: 'follow' });
+  } catch (e) {
+    throw new ApiError({ network: true, status: 0, method, path: url, cause: `the node did not answer (${e.message})` });
+  }
+  const text = method === 'HEAD' ? '' : await resp.text();
+  if (resp.ok || resp.status === 409 && opts.conflictOK) {
+    return { status: resp.status, headers: resp.headers, text };
+  }
+  let cause = text;
+  try {
+    const v = JSON.parse(text);
+    if (v && typeof v.cause === 'string') cause = v.cause;
+  } catch (_) { /* not JSON: the text itself */ }
+  if (!cause) cause = resp.statusText || `HTTP ${resp.status}`;
+  const err = new ApiError({
+    status: resp.status, method, path: url, cause, body: text,
+    requestId: resp.headers.get('X-Request-ID'), retryAfter: resp.headers.get('Retry-After'),
+  });
+  if (resp.status === 401 && sentAuth) for (const f of listeners) f(err);
+  throw err;
+}
+
+// getJSON is call for a JSON answer, parsed (numbers as JavaScript
+// numbers: use json.js's parse where values must stay exact).
+export async function getJSON(path, query) {
+  const r = await call('GET', path, { query });
+  return r.text ? JSON.parse(r.text) : null;
+}

@@ -92,7 +92,12 @@ func TestClusterMetrics(t *testing.T) {
 			for _, x := range s.Find("kvnode_raft_state", map[string]string{"state": "leader"}) {
 				leaders[x.Labels["group"]] += x.Value
 			}
+			// A write is acknowledged once a quorum has it: a replica may
+			// apply the last one a moment later.
 			if v, _ := s.Get("kvnode_region_entries", map[string]string{"region": "orders", "group": "0"}); v != 10 {
+				caughtUp = false
+			}
+			if s.Sum("kvnode_region_entries", map[string]string{"region": "events"}) != 10 {
 				caughtUp = false
 			}
 		}
@@ -104,7 +109,7 @@ func TestClusterMetrics(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s: leaders per group summed over the members %v, want 1 in each of 5 groups; every replica holds the 10 orders: %v", leaders, caughtUp)
+			t.Fatalf("after 20 s: leaders per group summed over the members %v, want 1 in each of 5 groups; every replica holds the 10 orders and 10 events: %v", leaders, caughtUp)
 		}
 	}
 	for i, n := range nodes {

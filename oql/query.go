@@ -23,6 +23,9 @@ type Query struct {
 	params  int
 	regions []string
 	scatter string
+	// scatterRefs counts the references to the scatter region, its FROM
+	// iterator included.
+	scatterRefs int
 }
 
 // program is a compiled query.
@@ -58,6 +61,7 @@ func Parse(text string) (*Query, error) {
 // scan collects the parameters and regions a query names.
 func (q *Query) scan() {
 	seen := map[string]bool{}
+	refs := map[string]int{}
 	var visit func(x expr)
 	var visitSelect func(s *selectStmt)
 	visit = func(x expr) {
@@ -66,6 +70,7 @@ func (q *Query) scan() {
 			case *paramExpr:
 				q.params = max(q.params, e.n)
 			case *regionExpr:
+				refs[e.path]++
 				if !seen[e.path] {
 					seen[e.path] = true
 					q.regions = append(q.regions, e.path)
@@ -97,6 +102,7 @@ func (q *Query) scan() {
 		visitSelect(q.st.sel)
 		if len(q.st.sel.from) > 0 {
 			q.scatter = regionOf(q.st.sel.from[0].x)
+			q.scatterRefs = refs[q.scatter]
 		}
 	} else {
 		visit(q.st.bare)
@@ -139,6 +145,31 @@ func (q *Query) Regions() []string { return slices.Clone(q.regions) }
 // partitioned the query runs as one ExecutePartial per partition group,
 // merged by Merge.
 func (q *Query) ScatterRegion() string { return q.scatter }
+
+// Splittable reports whether the query, over a region that is not
+// partitioned, may still run as partials over disjoint shares of its
+// scatter region merged by Merge, with the answer Execute gives: the
+// region is named once (a second reference, such as a subquery over it,
+// would see one share only); the answer's order does not follow the
+// scan's (an ORDER BY of what the SELECT list keeps, or aggregates
+// without GROUP BY: one row); and
+// it is not COUNT(*) without WHERE, which reads the region's size, not
+// its entries. The store uses it to spread a long scan over cores.
+func (q *Query) Splittable() bool {
+	prog, err := q.compile()
+	if err != nil || prog.sel == nil || q.scatter == "" || q.scatterRefs != 1 {
+		return false
+	}
+	cs := prog.sel
+	if cs.sizeShortcut != "" {
+		return false
+	}
+	if len(cs.order) > 0 {
+		// Merge sorts the partials' rows by what the SELECT list keeps.
+		return cs.orderDerivable() == nil
+	}
+	return cs.aggregate && len(cs.groupBy) == 0
+}
 
 // compile compiles the query once.
 func (q *Query) compile() (*program, error) {

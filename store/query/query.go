@@ -67,7 +67,13 @@ func (e *Engine) Query(ctx context.Context, c region.Consistency, q *oql.Query, 
 	}
 	e.groups.SyncIndexes()
 	ref, ok := qs.refs[q.ScatterRegion()]
-	if !ok || ref.Kind != region.Partition {
+	if !ok {
+		return q.Execute(ctx, qs, params, opt)
+	}
+	if ref.Kind != region.Partition {
+		if w := scanWorkers(); qs.parallelizable(q, ref, w) {
+			return e.scanParallel(ctx, qs, ref, q, params, opt, w)
+		}
 		return q.Execute(ctx, qs, params, opt)
 	}
 	p, err := e.groups.PartitionCount(ctx)

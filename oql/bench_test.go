@@ -89,3 +89,19 @@ func BenchmarkScan100k(b *testing.B) {
 		benchQuery(b, src, "SELECT COUNT(*) FROM /orders")
 	})
 }
+
+// immutableSource is sliceSource promising that its values never change
+// (oql.ImmutableSource), as the store's sources do.
+type immutableSource struct{ *sliceSource }
+
+func (immutableSource) ValuesImmutable() {}
+
+func BenchmarkScan100kInPlace(b *testing.B) {
+	src := immutableSource{benchOrders(100_000)}
+	b.Run("full scan with a predicate", func(b *testing.B) {
+		benchQuery(b, src, "SELECT o.id FROM /orders o WHERE o.totalPrice > 19990")
+	})
+	b.Run("count with a predicate", func(b *testing.B) {
+		benchQuery(b, src, "SELECT COUNT(*) FROM /orders o WHERE o.totalPrice > 500")
+	})
+}

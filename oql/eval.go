@@ -663,9 +663,9 @@ func scanRegion(e *env, path, kind string, fn func(Value) (bool, error)) error {
 		case "keys":
 			v = key
 		case "entries":
-			v = Entry{Key: key, Value: FromJSON(raw)}
+			v = Entry{Key: key, Value: storedValue(e.src, raw)}
 		default:
-			v = FromJSON(raw)
+			v = storedValue(e.src, raw)
 		}
 		more, err := fn(v)
 		if err != nil {

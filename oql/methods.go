@@ -114,7 +114,7 @@ func callMethod(e *env, recv Value, name string, args []Value) (Value, error) {
 			if !found {
 				return nil, nil
 			}
-			return FromJSON(raw), nil
+			return storedValue(e.src, raw), nil
 		}
 		if len(args) == 0 {
 			return attribute(e, r, name)

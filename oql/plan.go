@@ -234,7 +234,7 @@ func (cs *compiledSelect) indexScan(e, it *env, fn func(Value) (bool, error)) (u
 			if ferr = it.check(); ferr != nil {
 				return false
 			}
-			more, err := fn(FromJSON(raw))
+			more, err := fn(storedValue(src, raw))
 			if err != nil {
 				ferr = err
 				return false

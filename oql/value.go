@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/kvnode/kvnode/index"
 	"github.com/tidwall/gjson"
@@ -78,6 +79,15 @@ type regionCollection struct {
 // lazy). Invalid JSON reads as UNDEFINED; the store only holds valid JSON.
 func FromJSON(raw []byte) Value {
 	return fromResult(gjson.ParseBytes(raw))
+}
+
+// storedValue is FromJSON of a value src gave, read in place when src
+// promises it never changes (ImmutableSource).
+func storedValue(src Source, raw []byte) Value {
+	if _, ok := src.(ImmutableSource); ok && len(raw) > 0 {
+		return fromResult(gjson.Parse(unsafe.String(&raw[0], len(raw))))
+	}
+	return FromJSON(raw)
 }
 
 // fromResult converts a gjson result: numbers keep their integer or

@@ -162,3 +162,6 @@ func (cs *chunkSource) ScanIndex(ctx context.Context, path, name string, ranges 
 	}
 	return cs.qs.ScanIndex(ctx, path, name, ranges, fn)
 }
+
+// ValuesImmutable: as source's.
+func (cs *chunkSource) ValuesImmutable() {}

@@ -241,3 +241,10 @@ func (ss *shardSource) ScanIndex(ctx context.Context, path, name string, ranges 
 	}
 	return ss.f.IndexScan(ref.Name, ref.ID, name, ranges, func(k string, v json.RawMessage) bool { return fn(k, v) })
 }
+
+// ValuesImmutable: a state machine replaces a value, never edits it, so
+// the query engine may read values in place (oql.ImmutableSource).
+func (qs *source) ValuesImmutable() {}
+
+// ValuesImmutable: as source's.
+func (ss *shardSource) ValuesImmutable() {}

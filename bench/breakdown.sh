@@ -16,7 +16,7 @@
 #      each member's fdatasync/fsync calls: syncs per second per member
 #      against writes per second.
 #
-# Needs strace for step 2. Traffic goes to 127.0.0.1 only, every load is
+# Step 2 needs perf (or strace). Traffic goes to 127.0.0.1 only, every load is
 # bounded by DUR; only the processes this script started are signalled.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,7 +95,7 @@ EOF
 put_c1() {
   local ep=$1 name=$2
   scrape "$li" "$WORK/l0"; scrape "$fi" "$WORK/f0"
-  "$WORK/kvbench" --endpoints "http://127.0.0.1:1808$ep" --workload put -c 1 --keys 1000 --duration "$DUR" --quiet --json >"$WORK/c1.json"
+  "$WORK/kvbench" --endpoints "http://127.0.0.1:1808$ep" --workload put -c 1 --keys 1000 --preload=false --duration "$DUR" --quiet --json >"$WORK/c1.json"
   scrape "$li" "$WORK/l1"; scrape "$fi" "$WORK/f1"
   python3 - "$WORK/c1.json" "$name" <<'EOF' | tee -a "$OUT"
 import json, sys
@@ -113,23 +113,35 @@ EOF
 put_c1 "$li" "to the leader"
 put_c1 "$fi" "through a follower"
 
-# 2. fsyncs per second under partitioned load.
-if command -v strace >/dev/null 2>&1; then
-  secs=${DUR%s}
-  for i in 1 2 3; do
-    timeout -s INT "$((secs + 1))" strace -f -c -e trace=fdatasync,fsync -p "${PIDS[i - 1]}" -o "$WORK/strace$i" &
-  done
-  sleep 1
-  "$WORK/kvbench" --endpoints http://127.0.0.1:18081,http://127.0.0.1:18082,http://127.0.0.1:18083 --region events \
-    --workload put -c 64 --keys 1000 --duration "$DUR" --quiet --json >"$WORK/p64.json"
-  wait
-  rate=$(python3 -c "import json; r=json.loads(open('$WORK/p64.json').read().splitlines()[-1]); print(f\"{r['ops_per_sec']:.0f}\")")
-  line="partitioned put, 64 clients: $rate writes/s (under strace); syncs/s:"
-  for i in 1 2 3; do
-    n=$(awk '$NF == "fdatasync" || $NF == "fsync" {s += $4} END {print s + 0}' "$WORK/strace$i")
-    line+=" bd$i $(python3 -c "print(f'{$n/$secs:.0f}')")"
-  done
-  say "$line"
-else
-  say "strace missing: syncs per second not measured (apt-get install -y strace)"
-fi
+# 2. fsyncs per second under partitioned load, counted by the kernel's
+# syscall tracepoints (perf stat; strace -c when perf cannot).
+secs=${DUR%s}
+COUNTERS=()
+count_syncs() { # count_syncs i: starts a counter on member i for secs+1 s
+  local pid=${PIDS[$1 - 1]}
+  if perf stat -e syscalls:sys_enter_fdatasync true >/dev/null 2>&1; then
+    perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync -p "$pid" -o "$WORK/sync$1" -- sleep "$((secs + 1))" &
+    COUNTERS+=("$!")
+  else
+    timeout -s INT "$((secs + 1))" strace -f -c -e trace=fdatasync,fsync -p "$pid" -o "$WORK/strace$1" &
+    COUNTERS+=("$!")
+  fi
+}
+syncs() { # syncs i: fdatasync + fsync calls counted for member i
+  if [[ -s "$WORK/sync$1" ]]; then
+    awk -F, '/sys_enter_f(data)?sync/ {s += $1} END {print s + 0}' "$WORK/sync$1"
+  else
+    awk '$NF == "fdatasync" || $NF == "fsync" {s += $4} END {print s + 0}' "$WORK/strace$1"
+  fi
+}
+for i in 1 2 3; do count_syncs "$i"; done
+sleep 0.5
+"$WORK/kvbench" --endpoints http://127.0.0.1:18081,http://127.0.0.1:18082,http://127.0.0.1:18083 --region events \
+  --workload put -c 64 --keys 1000 --preload=false --duration "$DUR" --quiet --json >"$WORK/p64.json"
+for pid in "${COUNTERS[@]}"; do wait "$pid" || true; done
+rate=$(python3 -c "import json; r=json.loads(open('$WORK/p64.json').read().splitlines()[-1]); print(f\"{r['ops_per_sec']:.0f}\")")
+line="partitioned put, 64 clients: $rate writes/s; fdatasync+fsync per second:"
+for i in 1 2 3; do
+  line+=" bd$i $(python3 -c "print(f'{$(syncs "$i")/($secs+1):.0f}')")"
+done
+say "$line"

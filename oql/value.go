@@ -82,10 +82,16 @@ func FromJSON(raw []byte) Value {
 }
 
 // storedValue is FromJSON of a value src gave, read in place when src
-// promises it never changes (ImmutableSource).
+// promises it never changes (ImmutableSource). Such a source is the store,
+// which holds only valid, compact JSON objects: one needs no parsing to
+// become a lazy Object.
 func storedValue(src Source, raw []byte) Value {
 	if _, ok := src.(ImmutableSource); ok && len(raw) > 0 {
-		return fromResult(gjson.Parse(unsafe.String(&raw[0], len(raw))))
+		s := unsafe.String(&raw[0], len(raw))
+		if s[0] == '{' {
+			return Object{raw: s}
+		}
+		return fromResult(gjson.Parse(s))
 	}
 	return FromJSON(raw)
 }

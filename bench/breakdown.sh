@@ -12,9 +12,10 @@
 #      stage: the HTTP handler, the Raft log write (append + fdatasync), the
 #      commit (append to applied on the leader: replication round trip and
 #      the quorum's fsync), and the state machine's apply;
-#   2. 64 clients put to the partitioned region for DUR while strace counts
-#      each member's fdatasync/fsync calls: syncs per second per member
-#      against writes per second.
+#   2. 64 clients put to the replicated region, then to the partitioned
+#      one, for DUR each, while perf counts each member's fdatasync/fsync
+#      calls and /metrics its Raft log writes (all groups): syncs and log
+#      writes per second per member against client writes per second.
 #
 # Step 2 needs perf (or strace). Traffic goes to 127.0.0.1 only, every load is
 # bounded by DUR; only the processes this script started are signalled.
@@ -134,14 +135,27 @@ syncs() { # syncs i: fdatasync + fsync calls counted for member i
     awk '$NF == "fdatasync" || $NF == "fsync" {s += $4} END {print s + 0}' "$WORK/strace$1"
   fi
 }
-for i in 1 2 3; do count_syncs "$i"; done
-sleep 0.5
-"$WORK/kvbench" --endpoints http://127.0.0.1:18081,http://127.0.0.1:18082,http://127.0.0.1:18083 --region events \
-  --workload put -c 64 --keys 1000 --preload=false --duration "$DUR" --quiet --json >"$WORK/p64.json"
-for pid in "${COUNTERS[@]}"; do wait "$pid" || true; done
-rate=$(python3 -c "import json; r=json.loads(open('$WORK/p64.json').read().splitlines()[-1]); print(f\"{r['ops_per_sec']:.0f}\")")
-line="partitioned put, 64 clients: $rate writes/s; fdatasync+fsync per second:"
-for i in 1 2 3; do
-  line+=" bd$i $(python3 -c "print(f'{$(syncs "$i")/($secs+1):.0f}')")"
+# log_writes BEFORE AFTER: Raft log writes (all groups) between two scrapes.
+log_writes() {
+  python3 - "$1" "$2" <<'EOF'
+import re, sys
+def total(path):
+    return sum(float(m.group(1)) for line in open(path)
+               if (m := re.match(r'^kvnode_raft_log_store_duration_seconds_count\{[^}]*\} (\S+)$', line)))
+print(int(total(sys.argv[2]) - total(sys.argv[1])))
+EOF
+}
+for reg in orders events; do
+  COUNTERS=()
+  for i in 1 2 3; do count_syncs "$i"; scrape "$i" "$WORK/m$i-0"; done
+  sleep 0.5
+  "$WORK/kvbench" --endpoints http://127.0.0.1:18081,http://127.0.0.1:18082,http://127.0.0.1:18083 --region "$reg" \
+    --workload put -c 64 --keys 1000 --preload=false --duration "$DUR" --quiet --json >"$WORK/p64.json"
+  for i in 1 2 3; do scrape "$i" "$WORK/m$i-1"; done
+  for pid in "${COUNTERS[@]}"; do wait "$pid" || true; done
+  rate=$(python3 -c "import json; r=json.loads(open('$WORK/p64.json').read().splitlines()[-1]); print(f\"{r['ops_per_sec']:.0f}\")")
+  say "put to $reg, 64 clients: $rate writes/s; per member, fdatasync+fsync/s and Raft log writes/s (all groups):"
+  for i in 1 2 3; do
+    say "    bd$i $(python3 -c "print(f'{$(syncs "$i")/($secs+1):.0f} syncs/s, {$(log_writes "$WORK/m$i-0" "$WORK/m$i-1")/$secs:.0f} log writes/s')")"
+  done
 done
-say "$line"

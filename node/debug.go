@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime"
-	"time"
 )
 
 // The debug listener (--pprof-addr) serves Go's profiles for operators and
@@ -48,7 +47,7 @@ func startDebug(addr string, logger *slog.Logger) (*debugServer, error) {
 	runtime.SetMutexProfileFraction(mutexProfileFraction)
 	d := &debugServer{ln: ln, srv: &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}}
 	go func() {

@@ -150,7 +150,7 @@ func (m *metricsServer) serve(h http.Handler) {
 	mux.Handle("GET /metrics", h)
 	m.srv = &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		WriteTimeout:      time.Minute,
 		ErrorLog:          slog.NewLogLogger(m.logger.Handler(), slog.LevelWarn),
 	}

@@ -62,6 +62,12 @@ type Node struct {
 // server. It returns once the node serves; the cluster may still be
 // forming (see /readyz). Ending ctx stops background work such as
 // creating cfg.Regions, not the node: Shutdown or Close does that.
+
+// readHeaderTimeout bounds how long any of the node's HTTP listeners (the
+// API, --metrics-addr, --pprof-addr) waits for a request's headers, so a
+// client that opens connections and sends nothing cannot hold them.
+const readHeaderTimeout = 10 * time.Second
+
 func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -226,7 +232,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       max(cfg.RequestTimeout, cfg.MaxQueryTime, cfg.FunctionTimeout) + 30*time.Second,
 		WriteTimeout:      max(cfg.RequestTimeout, cfg.MaxQueryTime, cfg.FunctionTimeout) + 30*time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -12,9 +12,10 @@ import (
 // TestThreeProcessCluster runs three kvnode processes on 127.0.0.1 and
 // drives them over HTTP only: the API on every node, SIGKILL of the leader
 // (no acknowledged write lost, writes resume), restart from the data dir,
-// and SIGTERM as a graceful leave.
+// and SIGTERM as a graceful leave (--leave-on-shutdown; without it SIGTERM
+// is a restart, TestRollingRestartProcesses).
 func TestThreeProcessCluster(t *testing.T) {
-	pc := startCluster(t, clusterSpec{n: 3, regions: "orders:REPLICATE"})
+	pc := startCluster(t, clusterSpec{n: 3, regions: "orders:REPLICATE", extra: []string{"--leave-on-shutdown"}})
 	for _, p := range pc.procs {
 		waitfor.Cond(t, 20*time.Second, p.name+" to answer ping", func() bool {
 			r, err := tryDo("GET", p.httpURL+"/kv/v1/ping", "", "")
@@ -121,7 +122,7 @@ func TestThreeProcessCluster(t *testing.T) {
 		t.Fatalf("restarted node holds %q entries, want %d", r.header.Get("Resource-Count"), n+2)
 	}
 
-	// SIGTERM is a graceful leave: the node exits cleanly and the others
+	// SIGTERM with --leave-on-shutdown is a graceful leave: the node exits cleanly and the others
 	// keep serving without it.
 	victim := pc.procs[2]
 	if victim == newLeader {

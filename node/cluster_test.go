@@ -18,6 +18,9 @@ import (
 
 func TestInProcessCluster(t *testing.T) {
 	ip := nodetest.New(t)
+	// d is stopped for good at the end: it leaves (a scale-down), where
+	// a plain SIGTERM would be a restart.
+	ip.Tune = func(name string, cfg *node.Config) { cfg.LeaveOnShutdown = name == "d" }
 	for _, name := range []string{"a", "b", "c"} {
 		ip.Start(name, 3)
 	}
@@ -129,7 +132,7 @@ func TestInProcessCluster(t *testing.T) {
 		return voters == 3
 	})
 
-	// A graceful shutdown leaves Raft and gossip.
+	// A graceful shutdown with LeaveOnShutdown leaves Raft and gossip.
 	ip.Stop("d", true)
 	waitfor.Cond(t, 20*time.Second, "d to be gone from Raft and marked left", func() bool {
 		for _, node := range ip.Nodes {

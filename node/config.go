@@ -46,15 +46,23 @@ type Config struct {
 	DeadMemberTimeout time.Duration
 	RequestTimeout    time.Duration
 	ShutdownTimeout   time.Duration
-	MaxBodySize       int64
-	MaxQueryTime      time.Duration
-	MaxQueryRows      int
-	FunctionTimeout   time.Duration
-	SecurityFile      string
-	TLSCert           string
-	TLSKey            string
-	TLSCA             string
-	GossipKey         string
+	// LeaveOnShutdown makes a graceful shutdown (SIGTERM) a leave: the
+	// member leaves gossip and the control group and waits while its
+	// partition replicas move to the others, as for a scale-down. Off (the
+	// default), a graceful shutdown is a restart: the member hands the
+	// leadership of its groups over and stops, staying a member, and
+	// catches up from its data dir when it comes back (etcd's behaviour;
+	// Consul's leave_on_terminate=false for servers).
+	LeaveOnShutdown bool
+	MaxBodySize     int64
+	MaxQueryTime    time.Duration
+	MaxQueryRows    int
+	FunctionTimeout time.Duration
+	SecurityFile    string
+	TLSCert         string
+	TLSKey          string
+	TLSCA           string
+	GossipKey       string
 	// PprofAddr, when set, is a debug listener serving /debug/pprof/
 	// (without authentication: keep it on loopback).
 	PprofAddr string

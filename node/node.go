@@ -292,10 +292,17 @@ func (n *Node) ReloadSecurity() error {
 	return nil
 }
 
-// Shutdown stops the node gracefully, as SIGTERM does: it stops accepting
-// requests, lets in-flight ones finish, leaves gossip, hands its partition
-// replicas and leadership on, leaves the Raft groups and closes, within
-// Config.ShutdownTimeout. Only the first Shutdown or Close does anything.
+// Shutdown stops the node gracefully, as SIGTERM does, within
+// Config.ShutdownTimeout. While the REST API still serves, it reports
+// itself not ready and hands the leadership of every group it leads to
+// another voter (store.HandOver), so that no group waits for an election;
+// then it stops accepting requests and lets in-flight ones finish (the
+// writes they forward go to the new leaders), and closes. By default
+// that is all: the member stays in the cluster and catches up when it
+// starts again (a restart). With Config.LeaveOnShutdown it also leaves
+// gossip and the Raft groups, waiting while its partition replicas move
+// to the others (a scale-down). Only the first Shutdown or Close does
+// anything.
 func (n *Node) Shutdown() error { return n.stop(true) }
 
 // Close stops the node abruptly, as a crash would, except that files are
@@ -353,19 +360,7 @@ func (n *Node) shutdown(graceful bool) error {
 	defer cancel()
 	var errs []error
 	if graceful {
-		n.logger.Info("shutting down gracefully")
-		if err := n.httpSrv.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stop REST server: %w", err))
-		}
-		// Gossip first: once the others see this member leaving they stop
-		// adding it back to Raft, while its Raft groups keep serving until
-		// its partition replicas have moved (store.Leave waits for that).
-		if err := n.cluster.Leave(5 * time.Second); err != nil {
-			n.logger.Warn("leaving gossip failed", "error", err)
-		}
-		if err := n.store.Leave(ctx); err != nil {
-			n.logger.Warn("leaving the cluster's Raft groups did not finish", "error", err)
-		}
+		n.shutdownGracefully(ctx, &errs)
 	} else {
 		_ = n.httpSrv.Close()
 	}
@@ -384,6 +379,42 @@ func (n *Node) shutdown(graceful bool) error {
 	}
 	n.logger.Info("kvnode stopped")
 	return errors.Join(errs...)
+}
+
+// shutdownGracefully is the graceful part of shutdown: hand over, stop
+// serving, and leave when Config.LeaveOnShutdown asks to.
+func (n *Node) shutdownGracefully(ctx context.Context, errs *[]error) {
+	mode := "restart: the member stays in the cluster"
+	if n.cfg.LeaveOnShutdown {
+		mode = "leave: the member leaves the cluster"
+	}
+	n.logger.Info("shutting down gracefully", "mode", mode)
+	// Leadership first, while this member still serves: a write that
+	// arrives meanwhile is forwarded to the new leader (a refused append
+	// is retried there), and one already appended commits under it.
+	if err := n.store.HandOver(ctx); err != nil {
+		n.logger.Warn("handing over leadership did not finish", "error", err)
+	}
+	if err := n.httpSrv.Shutdown(ctx); err != nil {
+		*errs = append(*errs, fmt.Errorf("stop REST server: %w", err))
+	}
+	if !n.cfg.LeaveOnShutdown {
+		// A group whose leadership came back while requests drained
+		// (an election this member won) is handed over again.
+		if err := n.store.HandOver(ctx); err != nil {
+			n.logger.Warn("handing over leadership did not finish", "error", err)
+		}
+		return
+	}
+	// Gossip first: once the others see this member leaving they stop
+	// adding it back to Raft, while its Raft groups keep serving until
+	// its partition replicas have moved (store.Leave waits for that).
+	if err := n.cluster.Leave(5 * time.Second); err != nil {
+		n.logger.Warn("leaving gossip failed", "error", err)
+	}
+	if err := n.store.Leave(ctx); err != nil {
+		n.logger.Warn("leaving the cluster's Raft groups did not finish", "error", err)
+	}
 }
 
 // advertiseHost is the address other machines reach this one at when a

@@ -37,6 +37,11 @@ func (s *Store) caughtUp(g *raftgroup.Group, srv raft.Server) bool {
 		s.logger.Debug("not promoting: another member answers at its address", "member", string(srv.ID), "address", addr, "answered", ns.Name)
 		return false
 	}
+	if ns.Stopping {
+		// It is handing its groups over before it stops: leadership
+		// given back to it now would be lost again in a moment.
+		return false
+	}
 	leaderIdx := g.FSM().AppliedIndex()
 	for _, gs := range ns.Groups {
 		if gs.ID == g.ID() {

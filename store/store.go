@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -162,7 +163,12 @@ type Store struct {
 	groups *groupSet
 	router *Router
 
-	started   time.Time
+	started time.Time
+	// stopping is set once the member starts handing over its groups
+	// before it stops (HandOver, Leave): it tells the others, through the
+	// status RPC, not to give it leadership or a vote again, and /readyz
+	// answers 503 so that load balancers send requests elsewhere.
+	stopping  atomic.Bool
 	stopOnce  sync.Once
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -299,11 +305,14 @@ func (s *Store) Close() error {
 type NodeStatus struct {
 	Name   string             `json:"name"`
 	Groups []raftgroup.Status `json:"groups"`
+	// Stopping: the member is handing its groups over before it stops;
+	// it must not be given leadership or promoted.
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // Status reports this node's groups.
 func (s *Store) Status() NodeStatus {
-	st := NodeStatus{Name: s.name}
+	st := NodeStatus{Name: s.name, Stopping: s.stopping.Load()}
 	for _, g := range s.groups.sorted() {
 		st.Groups = append(st.Groups, g.Status())
 	}
@@ -395,7 +404,7 @@ func (s *Store) Configuration() (leader string, servers []Server, err error) {
 // has a leader. It is what a readiness probe asks; liveness is /livez.
 func (s *Store) Ready(ctx context.Context) error {
 	g0 := s.groups.control()
-	if g0 == nil {
+	if g0 == nil || s.stopping.Load() {
 		return region.ErrShuttingDown
 	}
 	for _, g := range s.groups.sorted() {

@@ -144,6 +144,7 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.DeadMemberTimeout, "dead-member-timeout", cfg.DeadMemberTimeout, "how long a failed member stays in the cluster before it is removed")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "server-side deadline of every REST request")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown (SIGTERM) may take")
+	fs.BoolVar(&cfg.LeaveOnShutdown, "leave-on-shutdown", cfg.LeaveOnShutdown, "make SIGTERM a leave (gossip, Raft, partition replicas moved away: a scale-down) instead of a restart (leadership handed over, the member stays)")
 	fs.Var(sizeValue{&cfg.MaxBodySize}, "max-body-size", "largest accepted request body (bytes, or with KiB/MiB/GiB; default 16MiB)")
 	fs.DurationVar(&cfg.MaxQueryTime, "max-query-time", cfg.MaxQueryTime, "longest a query may run before it is cancelled (500)")
 	fs.IntVar(&cfg.MaxQueryRows, "max-query-rows", cfg.MaxQueryRows, "largest query result, in rows (larger → 500)")

@@ -231,7 +231,9 @@ func Open(o Options) (*Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft group %d: open log store %s (is another kvnode using this data dir?): %w", gid, filepath.Join(dir, "raft.db"), err)
 	}
-	hl := newHCLog(logger, "raft")
+	// Raft's own lines name their group, so an operator (and a test) can
+	// tell which group elected whom.
+	hl := newHCLog(logger.With("group", gid), "raft")
 	snaps, err := openSnapshots(dir, hl)
 	if err != nil {
 		_ = logs.Close()

@@ -77,6 +77,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 		acked     = map[string]string{} // region/key → value
 		failures  []string
 		latencies []time.Duration
+		slowest   sample // the slowest acknowledged write
 		wg        sync.WaitGroup
 		writes    atomic.Int64
 	)
@@ -93,7 +94,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 				key := fmt.Sprintf("c%d-%d", c, i)
 				val := fmt.Sprintf(`{"k":%q}`, key)
 				start := time.Now()
-				status, body, err := putToAny(ctx, hc, urls, (c+i)%len(urls), reg, key, val)
+				status, body, via, err := putToAny(ctx, hc, urls, (c+i)%len(urls), reg, key, val)
 				took := time.Since(start)
 				writes.Add(1)
 				mu.Lock()
@@ -105,6 +106,9 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 				default:
 					acked[reg+"/"+key] = val
 					latencies = append(latencies, took)
+					if took > slowest.took {
+						slowest = sample{took, start, names[via]}
+					}
 				}
 				mu.Unlock()
 			}
@@ -114,12 +118,24 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	waitfor.Cond(t, 10*time.Second, "the load to get going", func() bool { return writes.Load() > 200 })
 	markWon, markPreVote := len(tap.Matching("election won")), len(tap.Matching("pre-vote successful"))
 	restartStart := time.Now()
+	type restart struct {
+		name  string
+		back  time.Time     // when Start was called
+		ready time.Duration // from Start to /readyz 200
+	}
+	var restarts []restart
 	for _, name := range names {
 		began := time.Now()
 		ip.Stop(name, true)
 		stopped := time.Since(began)
+		// Down for a while, as a process being replaced is: long enough
+		// for gossip to suspect it and for the leaders' heartbeats to it
+		// to back off, so that it comes back to groups that moved on.
+		time.Sleep(1500 * time.Millisecond)
+		back := time.Now()
 		ip.Start(name, 3)
 		waitReady(t, ip, name)
+		restarts = append(restarts, restart{name, back, time.Since(back)})
 		waitFullyReplicated(t, ip, name)
 		t.Logf("%s: shutdown took %v, back and fully replicated %v after the shutdown began", name, stopped.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 		// Load on the whole cluster before the next member, long enough
@@ -144,6 +160,12 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	t.Logf("rolling restart of 3 members took %v; %d writes acknowledged by %d clients; write latency p50 %v, p99 %v, p99.9 %v, max %v",
 		restartTook.Round(time.Millisecond), len(latencies), clients, p(0.50).Round(time.Microsecond), p(0.99).Round(time.Microsecond),
 		p(0.999).Round(time.Microsecond), latencies[len(latencies)-1].Round(time.Microsecond))
+	for _, r := range restarts {
+		if slowest.at.After(r.back.Add(-time.Second)) && slowest.at.Before(r.back.Add(3*time.Second)) {
+			t.Logf("the slowest write (%v) was answered by %s, sent %v after %s started again (%s was ready %v after it started)",
+				slowest.took.Round(time.Millisecond), slowest.via, slowest.at.Sub(r.back).Round(time.Millisecond), r.name, r.name, r.ready.Round(time.Millisecond))
+		}
+	}
 
 	// Every acknowledged write is there, read on every member.
 	for _, name := range names {
@@ -203,23 +225,32 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	}
 }
 
+// sample is one acknowledged write: how long it took, when it was sent
+// and which member answered.
+type sample struct {
+	took time.Duration
+	at   time.Time
+	via  string
+}
+
 // putToAny sends PUT /kv/v1/{reg}/{key} to urls[first], and to the next
 // member while one cannot be reached or drops the connection before it
 // answers (it is stopping; a plain PUT is safe to send again). The answer
-// of the first member that answers is returned.
-func putToAny(ctx context.Context, hc *http.Client, urls []string, first int, reg, key, val string) (int, string, error) {
+// of the first member that answers is returned, with its index in urls.
+func putToAny(ctx context.Context, hc *http.Client, urls []string, first int, reg, key, val string) (int, string, int, error) {
 	var last error
 	for attempt := range 2 * len(urls) {
-		u := urls[(first+attempt)%len(urls)] + "/kv/v1/" + reg + "/" + key
+		via := (first + attempt) % len(urls)
+		u := urls[via] + "/kv/v1/" + reg + "/" + key
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, strings.NewReader(val))
 		if err != nil {
-			return 0, "", err
+			return 0, "", via, err
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(req)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-				return 0, "", err
+				return 0, "", via, err
 			}
 			last = err
 			if attempt >= len(urls)-1 {
@@ -229,9 +260,9 @@ func putToAny(ctx context.Context, hc *http.Client, urls []string, first int, re
 		}
 		body, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		return resp.StatusCode, string(body), nil
+		return resp.StatusCode, string(body), via, nil
 	}
-	return 0, "", fmt.Errorf("no member reachable: %w", last)
+	return 0, "", -1, fmt.Errorf("no member reachable: %w", last)
 }
 
 // waitReady waits until the member answers /readyz with 200.

@@ -276,7 +276,9 @@ func waitReady(t *testing.T, ip *nodetest.Cluster, name string) {
 
 // waitFullyReplicated waits until the member is a voter of every group it
 // hosts, each group has a leader, and its copy has applied what the
-// group's leader had committed when the wait began.
+// group's leader had applied when the wait began (applied, not committed:
+// a new leader's no-op entry is committed but never reaches the state
+// machine, so an idle group's applied index stays below its commit index).
 func waitFullyReplicated(t *testing.T, ip *nodetest.Cluster, name string) {
 	t.Helper()
 	n := ip.Nodes[name]
@@ -284,7 +286,7 @@ func waitFullyReplicated(t *testing.T, ip *nodetest.Cluster, name string) {
 	for _, other := range ip.Nodes {
 		for _, gs := range other.Store().Status().Groups {
 			if gs.State == "Leader" {
-				target[gs.ID] = gs.CommitIndex
+				target[gs.ID] = gs.AppliedIndex
 			}
 		}
 	}

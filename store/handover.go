@@ -48,32 +48,47 @@ func (s *Store) HandOver(ctx context.Context) error {
 	start := time.Now()
 	progress := s.peerProgress(ctx)
 	errs := make([]error, len(led))
+	handed := make([]bool, len(led))
 	var wg sync.WaitGroup
 	for i, g := range led {
-		wg.Go(func() { errs[i] = s.handOver(ctx, g, progress) })
+		wg.Go(func() { handed[i], errs[i] = s.handOver(ctx, g, progress) })
 	}
 	wg.Wait()
-	err := errors.Join(errs...)
-	s.logger.Info("handed over the leadership of this member's groups", "groups", len(led),
-		"failed", len(led)-countNil(errs), "took", time.Since(start).Round(time.Millisecond))
-	return err
+	n, failed := 0, 0
+	for i := range led {
+		if handed[i] {
+			n++
+		}
+		if errs[i] != nil {
+			failed++
+		}
+	}
+	if n+failed > 0 {
+		s.logger.Info("handed over the leadership of this member's groups", "handed_over", n, "failed", failed,
+			"kept", len(led)-n-failed, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return errors.Join(errs...)
 }
 
 // handOver hands g's leadership to the best voter, trying the next one
-// when a target does not take over.
-func (s *Store) handOver(ctx context.Context, g *raftgroup.Group, progress map[string]map[uint64]uint64) error {
+// when a target does not take over. It reports whether it handed it over;
+// a group without another live voter keeps its leader (and no error).
+func (s *Store) handOver(ctx context.Context, g *raftgroup.Group, progress map[string]map[uint64]uint64) (bool, error) {
 	start := time.Now()
 	var tried []string
 	var last error
 	for attempt := 0; attempt < handOverAttempts && g.IsLeader(); attempt++ {
 		conf, err := g.Configuration()
 		if err != nil {
-			return err
+			return false, err
 		}
 		target, ok := handOverTarget(conf, s.name, g.ID(), progress, tried)
 		if !ok {
-			s.logger.Info("no other voter to hand leadership to; the group keeps this leader until it stops", "group", g.ID())
-			return nil
+			if len(tried) > 0 {
+				break
+			}
+			s.logger.Debug("no other live voter to hand leadership to; the group keeps this leader until it stops", "group", g.ID())
+			return false, nil
 		}
 		tried = append(tried, string(target.ID))
 		f := g.Raft().LeadershipTransferToServer(target.ID, target.Address)
@@ -84,7 +99,7 @@ func (s *Store) handOver(ctx context.Context, g *raftgroup.Group, progress map[s
 			leader := s.awaitOtherLeader(ctx, g)
 			s.logger.Info("handed over leadership", "group", g.ID(), "to", leader, "term", g.Status().Term,
 				"took", time.Since(start).Round(time.Millisecond))
-			return nil
+			return true, nil
 		}
 		s.logger.Warn("leadership handover did not complete; trying another voter", "group", g.ID(), "to", string(target.ID), "error", last)
 		if ctx.Err() != nil {
@@ -92,12 +107,12 @@ func (s *Store) handOver(ctx context.Context, g *raftgroup.Group, progress map[s
 		}
 	}
 	if !g.IsLeader() {
-		return nil
+		return true, nil
 	}
 	if last == nil {
 		last = ctx.Err()
 	}
-	return fmt.Errorf("group %d: leadership not handed over (tried %v): %w", g.ID(), tried, last)
+	return false, fmt.Errorf("group %d: leadership not handed over (tried %v): %w", g.ID(), tried, last)
 }
 
 // awaitOtherLeader waits briefly, bounded by ctx, until g knows its new
@@ -178,14 +193,4 @@ func handOverTarget(conf raft.Configuration, self string, gid uint64, progress m
 		}
 	}
 	return best, found
-}
-
-func countNil(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err == nil {
-			n++
-		}
-	}
-	return n
 }

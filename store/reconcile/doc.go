@@ -21,7 +21,9 @@
 // A replica thus moves as "add, catch up, promote, remove", one Raft
 // membership change at a time, and never leaves a group without a quorum
 // of caught-up voters. A member that leaves waits until its partition
-// replicas have moved away (Drain).
+// replicas have moved away (Drain); one that stops first hands the
+// leadership of every group it leads to the most up-to-date live voter
+// (HandOver).
 //
 // The store (package store) owns the groups, the partition table's storage
 // and the internal RPCs; it starts the loops and reaches them through

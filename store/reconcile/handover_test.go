@@ -1,4 +1,4 @@
-package store
+package reconcile
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func TestHandOverTarget(t *testing.T) {
 		{ID: "d", Suffrage: raft.Nonvoter},
 		{ID: "e", Suffrage: raft.Voter},
 	}}
-	progress := map[string]map[uint64]uint64{
+	progress := Applied{
 		"b": {1: 90, 2: 50},
 		"c": {1: 100},
 		"d": {1: 500, 2: 500},
@@ -42,7 +42,7 @@ func TestHandOverTarget(t *testing.T) {
 		}
 	}
 	// A tie goes to the smaller name, whatever the order.
-	tie := map[string]map[uint64]uint64{"c": {1: 7}, "b": {1: 7}}
+	tie := Applied{"c": {1: 7}, "b": {1: 7}}
 	if got, _ := handOverTarget(conf, "a", 1, tie, nil); got.ID != "b" {
 		t.Errorf("tie: target = %q, want b", got.ID)
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -318,11 +319,39 @@ func (l *RaftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	kind := kindRaftTo
 	if to == "" {
-		return l.Dialer.dial(ctx, addr, kindRaft, l.Group, "")
+		kind = kindRaft
 	}
-	return l.Dialer.dial(ctx, addr, kindRaftTo, l.Group, to)
+	// A refused connection is a member whose process is not running, most
+	// often one being restarted. hashicorp/raft backs off its replication
+	// to a follower by failed attempt (10 ms doubling up to 10 s, never
+	// shortened when the follower comes back), and refusals come back at
+	// once, so a member down for 1.5 s under write load came back to a
+	// leader that sent it nothing for another second: until then it could
+	// not catch up and held every request sent to it. Keep knocking for a
+	// while instead: failures then mount at a few per second, and a member
+	// that comes back meanwhile is reached at once.
+	patience := time.Now().Add(min(refusedPatience, timeout))
+	for {
+		conn, err := l.Dialer.dial(ctx, addr, kind, l.Group, to)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().Add(refusedRetry).After(patience) {
+			return conn, err
+		}
+		select {
+		case <-time.After(refusedRetry):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
 }
+
+// refusedPatience bounds how long RaftLayer.Dial keeps dialing a member
+// that refuses connections, every refusedRetry.
+const (
+	refusedPatience = 500 * time.Millisecond
+	refusedRetry    = 50 * time.Millisecond
+)
 
 // DialRPC opens a connection to the RPC server on another node's internal
 // port.

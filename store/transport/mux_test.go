@@ -76,3 +76,49 @@ func TestMuxRefusesConnectionForAnotherMember(t *testing.T) {
 		t.Errorf("dialing a member with no known address succeeded")
 	}
 }
+
+// A Raft dial to a member that refuses connections (its process is being
+// restarted) keeps trying for a while: a member back within that time is
+// reached by the same dial, one that stays down fails after it, not at
+// once (raft's replication backoff counts failed attempts).
+func TestRaftDialWaitsForARestartingMember(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // the member is down
+	layer := &RaftLayer{Group: 1, Dialer: &Dialer{Net: &net.Dialer{}}}
+
+	start := time.Now()
+	if _, err := layer.Dial(JoinRaftAddr(addr, "kvnode-1"), 5*time.Second); err == nil {
+		t.Fatal("dialing a member that stays down succeeded")
+	}
+	if took := time.Since(start); took < refusedPatience-2*refusedRetry || took > refusedPatience+time.Second {
+		t.Errorf("a dial to a member that stays down failed after %v, want about %v", took, refusedPatience)
+	}
+
+	// Back 150 ms into the dial.
+	back := make(chan *Mux, 1)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			back <- nil
+			return
+		}
+		m := NewMux(ln, ln.Addr(), "kvnode-1", slog.New(slog.DiscardHandler))
+		go m.Serve()
+		back <- m
+	}()
+	c, err := layer.Dial(JoinRaftAddr(addr, "kvnode-1"), 5*time.Second)
+	m := <-back
+	if m == nil {
+		t.Skip("the port was taken meanwhile")
+	}
+	defer m.Close()
+	if err != nil {
+		t.Fatalf("dial to a member back within the patience: %v", err)
+	}
+	_ = c.Close()
+}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sockaddr "github.com/hashicorp/go-sockaddr"
@@ -19,6 +20,7 @@ import (
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/metrics"
+	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
@@ -55,6 +57,11 @@ type Node struct {
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 	stopErr  error
+	// leaving: Leave was called; the graceful shutdown it runs is a
+	// leave whatever Config.LeaveOnShutdown says. done is closed once
+	// the node has stopped.
+	leaving atomic.Bool
+	done    chan struct{}
 }
 
 // Start checks cfg and brings a node up: listeners first (so :0 ports are
@@ -78,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	n := &Node{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
+	n := &Node{cfg: cfg, logger: logger, serveErr: make(chan error, 1), done: make(chan struct{})}
 	n.metrics = newMetrics(n)
 	var cleanup []func()
 	defer func() {
@@ -229,6 +236,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:          logger.With("component", "rest"),
 		Metrics:         n.metrics.Handler(false), // the REST server compresses
 		Observer:        n.metrics.HTTP(),
+		Leave:           n.Leave,
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
@@ -310,8 +318,30 @@ func (n *Node) Shutdown() error { return n.stop(true) }
 // Close does anything.
 func (n *Node) Close() error { return n.stop(false) }
 
+// Leave makes the node leave the cluster for good and stop, in the
+// background (POST /management/v1/leave): Shutdown as with
+// Config.LeaveOnShutdown. Done is closed once it has stopped; a program
+// that embeds the node (cmd/kvnode) exits then.
+func (n *Node) Leave() error {
+	select {
+	case <-n.done:
+		return fmt.Errorf("%w: the node has stopped", region.ErrShuttingDown)
+	default:
+	}
+	n.logger.Info("asked to leave the cluster")
+	n.leaving.Store(true)
+	go func() { _ = n.Shutdown() }()
+	return nil
+}
+
+// Done is closed once the node has stopped (Shutdown, Close or Leave).
+func (n *Node) Done() <-chan struct{} { return n.done }
+
 func (n *Node) stop(graceful bool) error {
-	n.stopOnce.Do(func() { n.stopErr = n.shutdown(graceful) })
+	n.stopOnce.Do(func() {
+		n.stopErr = n.shutdown(graceful)
+		close(n.done)
+	})
 	return n.stopErr
 }
 
@@ -382,10 +412,11 @@ func (n *Node) shutdown(graceful bool) error {
 }
 
 // shutdownGracefully is the graceful part of shutdown: hand over, stop
-// serving, and leave when Config.LeaveOnShutdown asks to.
+// serving, and leave when Config.LeaveOnShutdown or Leave asks to.
 func (n *Node) shutdownGracefully(ctx context.Context, errs *[]error) {
+	leave := n.cfg.LeaveOnShutdown || n.leaving.Load()
 	mode := "restart: the member stays in the cluster"
-	if n.cfg.LeaveOnShutdown {
+	if leave {
 		mode = "leave: the member leaves the cluster"
 	}
 	n.logger.Info("shutting down gracefully", "mode", mode)
@@ -398,7 +429,7 @@ func (n *Node) shutdownGracefully(ctx context.Context, errs *[]error) {
 	if err := n.httpSrv.Shutdown(ctx); err != nil {
 		*errs = append(*errs, fmt.Errorf("stop REST server: %w", err))
 	}
-	if !n.cfg.LeaveOnShutdown {
+	if !leave {
 		// A group whose leadership came back while requests drained
 		// (an election this member won) is handed over again.
 		if err := n.store.HandOver(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -102,4 +103,40 @@ func TestPartitionsView(t *testing.T) {
 		check(t, ts, ts.do(t, "GET", "/management/v1/partitions", "", ""))
 	plain := newTestServer(t)
 	fails(404, "/management/v1/partitions").check(t, plain, plain.do(t, "GET", "/management/v1/partitions", "", ""))
+}
+
+// TestLeave: POST /management/v1/leave starts the leave of the member that
+// answers (202) and says so; a refusal from the node is its error; with
+// security on it needs CLUSTER:MANAGE, and a refused caller starts
+// nothing; without a Leave the endpoint does not exist.
+func TestLeave(t *testing.T) {
+	st := newTestStore(t)
+	calls := 0
+	leave := func() error { calls++; return nil }
+	srv := httptest.NewServer(validated(t, New(Config{Leave: leave}, st, nil, nil).Handler()))
+	t.Cleanup(srv.Close)
+	ts := &testServer{base: srv.URL, store: st}
+	expect{status: 202, body: `{"status":"leaving"}`}.check(t, ts, ts.do(t, "POST", "/management/v1/leave", "", ""))
+	if calls != 1 {
+		t.Fatalf("Leave called %d times, want 1", calls)
+	}
+
+	stopped := httptest.NewServer(validated(t, New(Config{Leave: func() error { return region.ErrShuttingDown }}, st, nil, nil).Handler()))
+	t.Cleanup(stopped.Close)
+	sts := &testServer{base: stopped.URL, store: st}
+	expect{status: 503, cause: "shutting down"}.check(t, sts, sts.do(t, "POST", "/management/v1/leave", "", ""))
+
+	a := auth.New(securityFile(t))
+	secure := httptest.NewServer(validated(t, New(Config{Auth: a, Leave: leave}, st, nil, nil).Handler()))
+	t.Cleanup(secure.Close)
+	reader := &testServer{base: secure.URL, store: st, user: "reader", password: "reader-pw"}
+	expect{status: 403, cause: "lacks CLUSTER:MANAGE"}.check(t, reader, reader.do(t, "POST", "/management/v1/leave", "", ""))
+	if calls != 1 {
+		t.Fatalf("a refused caller made the member leave")
+	}
+	admin := &testServer{base: secure.URL, store: st, user: "admin", password: "admin-pw"}
+	expect{status: 202, body: `{"status":"leaving"}`}.check(t, admin, admin.do(t, "POST", "/management/v1/leave", "", ""))
+
+	plain := newTestServer(t)
+	fails(404, "/management/v1/leave").check(t, plain, plain.do(t, "POST", "/management/v1/leave", "", ""))
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/metrics"
-	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
@@ -236,7 +235,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:          logger.With("component", "rest"),
 		Metrics:         n.metrics.Handler(false), // the REST server compresses
 		Observer:        n.metrics.HTTP(),
-		Leave:           n.Leave,
+		Leave:           n.leaveHandler(),
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
@@ -319,19 +318,24 @@ func (n *Node) Shutdown() error { return n.stop(true) }
 func (n *Node) Close() error { return n.stop(false) }
 
 // Leave makes the node leave the cluster for good and stop, in the
-// background (POST /management/v1/leave): Shutdown as with
-// Config.LeaveOnShutdown. Done is closed once it has stopped; a program
-// that embeds the node (cmd/kvnode) exits then.
-func (n *Node) Leave() error {
-	select {
-	case <-n.done:
-		return fmt.Errorf("%w: the node has stopped", region.ErrShuttingDown)
-	default:
-	}
+// background: Shutdown as with Config.LeaveOnShutdown. Done is closed once
+// it has stopped; a program that embeds the node (cmd/kvnode) exits then.
+// On a node already stopping it changes nothing.
+func (n *Node) Leave() {
 	n.logger.Info("asked to leave the cluster")
 	n.leaving.Store(true)
 	go func() { _ = n.Shutdown() }()
-	return nil
+}
+
+// leaveHandler serves POST /management/v1/leave (package rest routes it
+// and checks the caller's CLUSTER:MANAGE): 202 once the leave has begun.
+func (n *Node) leaveHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n.Leave()
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"status":"leaving"}`))
+	})
 }
 
 // Done is closed once the node has stopped (Shutdown, Close or Leave).

@@ -70,22 +70,6 @@ func (s *Server) mgmtPartitions(c echo.Context) error {
 	return writeDoc(c, http.StatusOK, view)
 }
 
-// mgmtLeave is POST /management/v1/leave: the member that answers leaves
-// the cluster for good and stops (what SIGTERM does with
-// --leave-on-shutdown): 202 once the leave has begun. It hands over its
-// leaderships, leaves gossip and the control group, and waits while its
-// partition replicas move to the other members; follow it in
-// /management/v1/cluster and /management/v1/partitions.
-func (s *Server) mgmtLeave(c echo.Context) error {
-	if s.cfg.Leave == nil {
-		return echo.ErrNotFound
-	}
-	if err := s.cfg.Leave(); err != nil {
-		return err
-	}
-	return writeDoc(c, http.StatusAccepted, map[string]string{"status": "leaving"})
-}
-
 // nonNil makes an absent list encode as [] rather than null.
 func nonNil[T any](s []T) []T {
 	if s == nil {

@@ -53,10 +53,8 @@ type Config struct {
 	// Observer, when set, is told how every routed request ended and of
 	// every refused login (package metrics implements it).
 	Observer Observer
-	// Leave, when set, serves POST /management/v1/leave: the member that
-	// answers starts leaving the cluster (a scale-down) and stops; Leave
-	// must return at once, the leave runs on. Nil answers 404.
-	Leave func() error
+	// Leave serves POST /management/v1/leave (CLUSTER:MANAGE), when set.
+	Leave http.Handler
 }
 
 // Observer is told what the server does, for its metrics. Its methods run

@@ -108,9 +108,7 @@ func (s *Server) routes() {
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
-	if s.cfg.Leave != nil { // this member leaves the cluster for good and stops (package node)
-		s.handle(http.MethodPost, managementPrefix+"/leave", echo.WrapHandler(s.cfg.Leave))
-	}
+	s.handle(http.MethodPost, managementPrefix+"/leave", s.mgmtLeave)
 
 	// The API's OpenAPI document, and Swagger UI showing it (package
 	// openapi). Both are static and need no credentials.

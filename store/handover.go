@@ -54,3 +54,27 @@ func (s *Store) peerProgress(ctx context.Context) reconcile.Applied {
 	wg.Wait()
 	return out
 }
+
+// quietFor is how long no member may have sent this one a write before
+// Quiesce returns.
+const quietFor = 200 * time.Millisecond
+
+// Quiesce waits, bounded by ctx, until no member has sent this one a write
+// for quietFor: the last step of a graceful stop, once the member leads
+// nothing (HandOver). A member that sends a write on a kept-alive
+// connection just as the internal port closes it sees the connection cut
+// and cannot tell the write was never read: its client gets an unknown
+// outcome (503). After the handover no member has a reason to send one;
+// those sent meanwhile (by a member that had not heard of the new leader
+// yet) are answered "not the leader" and go to the leader.
+func (s *Store) Quiesce(ctx context.Context) {
+	t := time.NewTicker(quietFor / 10)
+	defer t.Stop()
+	for time.Since(time.Unix(0, s.rpc.lastWrite.Load())) < quietFor {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

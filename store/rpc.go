@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
@@ -41,6 +42,9 @@ type rpcServer struct {
 	srv *http.Server
 	// mux routes the RPCs; HandleRPC adds others' (function calls).
 	mux *http.ServeMux
+	// lastWrite is when a member last sent a write here (UnixNano), for
+	// Store.Quiesce.
+	lastWrite atomic.Int64
 }
 
 func newRPCServer(s *Store) *rpcServer {
@@ -82,6 +86,7 @@ func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*raftgroup.
 }
 
 func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
+	r.lastWrite.Store(time.Now().UnixNano())
 	g, ok := r.group(w, req)
 	if !ok {
 		return
@@ -127,6 +132,7 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 // applyBatch serves a batch of commands forwarded to this member, the
 // group's leader (package forward batches them).
 func (r *rpcServer) applyBatch(w http.ResponseWriter, req *http.Request) {
+	r.lastWrite.Store(time.Now().UnixNano())
 	g, ok := r.group(w, req)
 	if !ok {
 		return

@@ -75,8 +75,7 @@ func (s *Server) mgmtLeave(c echo.Context) error {
 	if s.cfg.Leave == nil {
 		return echo.ErrNotFound
 	}
-	s.cfg.Leave.ServeHTTP(c.Response(), c.Request())
-	return nil
+	return echo.WrapHandler(s.cfg.Leave)(c)
 }
 
 // nonNil makes an absent list encode as [] rather than null.

@@ -23,7 +23,7 @@ func Scenarios() []Scenario {
 		{Name: "isolate-leader", Doc: "blackhole every link of the leader in both directions for 5 s; clients still reach it, and it must not acknowledge", Nemesis: isolateLeader},
 		{Name: "partition", Doc: "split the cluster into {1} and {2} around a random member for 5 s", Nemesis: partitionRandom},
 		{Name: "one-way", Doc: "drop everything the leader sends to the others for 5 s, while it still hears them", Nemesis: oneWay, NeedsLinkFaults: true},
-		{Name: "rolling-restart", Doc: "SIGTERM each member in turn (it leaves), start it again, wait until ready", Nemesis: rollingRestart},
+		{Name: "rolling-restart", Doc: "SIGTERM each member in turn (it hands its leaderships over and stays a member), start it again, wait until ready", Nemesis: rollingRestart},
 		{Name: "crash-all", Doc: "SIGKILL every member at once, restart all; no acknowledged write may be lost", Nemesis: crashAll},
 		{Name: "power-loss", Doc: "cut the power of one member (alternately the leader and a random member): SIGKILL, and its file system loses every write and directory change it had not fsynced; restart it 5 s later", Nemesis: powerLoss, NeedsPowerFaults: true},
 		{Name: "power-loss-all", Doc: "cut the power of every member at once, restart all; no acknowledged write may be lost (a quorum fsynced it)", Nemesis: powerLossAll, NeedsPowerFaults: true},

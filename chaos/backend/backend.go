@@ -20,7 +20,8 @@ type Cluster interface {
 	// Kill stops member i at once (SIGKILL, docker kill): no leave, no
 	// flush beyond what was already fsynced.
 	Kill(i int) error
-	// Stop stops member i gracefully (SIGTERM): it leaves the cluster.
+	// Stop stops member i gracefully (SIGTERM): it hands its leaderships
+	// over and stays a member (a restart).
 	Stop(i int) error
 	// Start starts a killed or stopped member again on its data.
 	Start(i int) error

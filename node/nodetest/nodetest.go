@@ -110,7 +110,9 @@ func (c *Cluster) Start(name string, expect int) *node.Node {
 	return n
 }
 
-// Stop shuts the node name down, gracefully (it leaves) or not (it fails).
+// Stop shuts the node name down, gracefully (it hands its leaderships over
+// and stays a member, or leaves with Config.LeaveOnShutdown) or not (it
+// fails).
 func (c *Cluster) Stop(name string, graceful bool) {
 	c.t.Helper()
 	n := c.Nodes[name]

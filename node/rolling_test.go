@@ -220,6 +220,9 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d elections won during the restarts (%d handovers at shutdown); %d heartbeat timeouts on restarted followers",
 		len(won), len(handed), len(tap.Matching("heartbeat timeout reached")))
+	for _, l := range tap.Matching("handed over the leadership of this member's groups") {
+		t.Logf("handover at shutdown: %s", l)
+	}
 	if len(handed) == 0 {
 		t.Errorf("no leadership was handed over: the restarted members led nothing?")
 	}

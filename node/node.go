@@ -439,7 +439,6 @@ func (n *Node) shutdownGracefully(ctx context.Context, errs *[]error) {
 		if err := n.store.HandOver(ctx); err != nil {
 			n.logger.Warn("handing over leadership did not finish", "error", err)
 		}
-		n.store.Quiesce(ctx)
 		return
 	}
 	// Gossip first: once the others see this member leaving they stop

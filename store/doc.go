@@ -22,8 +22,7 @@
 //     (Router.Visit, OpenPart, Control);
 //   - the partition table's storage and cache, where a group is hosted,
 //     and the operator's view of groups and leaders (table.go,
-//     partstatus.go); readiness (Ready); the handover of every group it
-//     leads before it stops (HandOver, handover.go) and a graceful Leave.
+//     partstatus.go); readiness (Ready), HandOver before a stop, a graceful Leave.
 //
 // The data API (package store/regions), queries (store/query) and the
 // catalog (store/catalog) reach the store only through Router, each over

@@ -37,11 +37,6 @@ func (s *Store) caughtUp(g *raftgroup.Group, srv raft.Server) bool {
 		s.logger.Debug("not promoting: another member answers at its address", "member", string(srv.ID), "address", addr, "answered", ns.Name)
 		return false
 	}
-	if ns.Stopping {
-		// It is handing its groups over before it stops: leadership
-		// given back to it now would be lost again in a moment.
-		return false
-	}
 	leaderIdx := g.FSM().AppliedIndex()
 	for _, gs := range ns.Groups {
 		if gs.ID == g.ID() {
@@ -49,6 +44,16 @@ func (s *Store) caughtUp(g *raftgroup.Group, srv raft.Server) bool {
 		}
 	}
 	return false
+}
+
+// HandOver gives the leadership of every group this member leads to the
+// live voter that has applied the most of it (reconcile's HandOver), before
+// the member stops. From the first call the member is stopping: its status
+// RPC refuses (so leaders neither promote it nor hand it leadership back)
+// and Ready fails (/readyz 503). It stays a member: a restart is no leave.
+func (s *Store) HandOver(ctx context.Context) error {
+	s.stopping.Store(true)
+	return s.reconciler.HandOver(ctx)
 }
 
 // Leave prepares a graceful exit: a leader hands its leadership to another
@@ -79,11 +84,8 @@ func (s *Store) Leave(ctx context.Context) error {
 	if !member || others == 0 {
 		return nil
 	}
-	if g.IsLeader() {
-		s.logger.Info("transferring leadership before leaving")
-		if err := raftgroup.Await(g.Raft().LeadershipTransfer(), raftgroup.InternalTimeout, s.stop); err != nil {
-			s.logger.Warn("leadership transfer failed", "error", err)
-		}
+	if err := s.HandOver(ctx); err != nil {
+		s.logger.Warn("handing over leadership before leaving did not finish", "error", err)
 	}
 	var last error
 	var since time.Time

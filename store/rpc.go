@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
@@ -41,10 +40,8 @@ type rpcServer struct {
 	s   *Store
 	srv *http.Server
 	// mux routes the RPCs; HandleRPC adds others' (function calls).
-	mux *http.ServeMux
-	// lastWrite is when a member last sent a write here (UnixNano), for
-	// Store.Quiesce.
-	lastWrite atomic.Int64
+	mux   *http.ServeMux
+	quiet transport.Quiet // touched by every write a member sends here
 }
 
 func newRPCServer(s *Store) *rpcServer {
@@ -86,7 +83,7 @@ func (r *rpcServer) group(w http.ResponseWriter, req *http.Request) (*raftgroup.
 }
 
 func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
-	r.lastWrite.Store(time.Now().UnixNano())
+	r.quiet.Touch()
 	g, ok := r.group(w, req)
 	if !ok {
 		return
@@ -132,7 +129,7 @@ func (r *rpcServer) apply(w http.ResponseWriter, req *http.Request) {
 // applyBatch serves a batch of commands forwarded to this member, the
 // group's leader (package forward batches them).
 func (r *rpcServer) applyBatch(w http.ResponseWriter, req *http.Request) {
-	r.lastWrite.Store(time.Now().UnixNano())
+	r.quiet.Touch()
 	g, ok := r.group(w, req)
 	if !ok {
 		return
@@ -238,6 +235,10 @@ func (r *rpcServer) leave(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *rpcServer) status(w http.ResponseWriter, _ *http.Request) {
+	if r.s.stopping.Load() { // no place for leadership or a vote (HandOver)
+		rpcCodes.WriteError(w, fmt.Errorf("%s: %w", r.s.name, region.ErrShuttingDown))
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(r.s.Status())
 }

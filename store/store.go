@@ -163,12 +163,8 @@ type Store struct {
 	groups *groupSet
 	router *Router
 
-	started time.Time
-	// stopping is set once the member starts handing over its groups
-	// before it stops (HandOver, Leave): it tells the others, through the
-	// status RPC, not to give it leadership or a vote again, and /readyz
-	// answers 503 so that load balancers send requests elsewhere.
-	stopping  atomic.Bool
+	started   time.Time
+	stopping  atomic.Bool // since HandOver: see there
 	stopOnce  sync.Once
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -280,6 +276,9 @@ func (s *Store) Router() *Router { return s.router }
 // Close does not leave the cluster; call Leave first for a graceful exit.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.stopping.Load() { // a graceful stop: members' writes in flight arrive first (transport.Quiet)
+			s.rpc.quiet.Wait(200*time.Millisecond, 2*time.Second)
+		}
 		s.stopOnce.Do(func() { close(s.stop) })
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if err := s.rpc.srv.Shutdown(ctx); err != nil {
@@ -305,14 +304,11 @@ func (s *Store) Close() error {
 type NodeStatus struct {
 	Name   string             `json:"name"`
 	Groups []raftgroup.Status `json:"groups"`
-	// Stopping: the member is handing its groups over before it stops;
-	// it must not be given leadership or promoted.
-	Stopping bool `json:"stopping,omitempty"`
 }
 
 // Status reports this node's groups.
 func (s *Store) Status() NodeStatus {
-	st := NodeStatus{Name: s.name, Stopping: s.stopping.Load()}
+	st := NodeStatus{Name: s.name}
 	for _, g := range s.groups.sorted() {
 		st.Groups = append(st.Groups, g.Status())
 	}

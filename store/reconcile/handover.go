@@ -20,8 +20,7 @@ import (
 const handOverAttempts = 3
 
 // Applied is how far other members have applied their groups: member
-// name → group ID → applied index. A member missing from it is no place
-// for leadership (it did not answer, or it is stopping too).
+// name → group ID → applied index.
 type Applied map[string]map[uint64]uint64
 
 // HandOver gives the leadership of every group this member leads (the
@@ -29,11 +28,11 @@ type Applied map[string]map[uint64]uint64
 // member stops, so that the groups never wait for an election timeout:
 // with a leader that just stops, every write to its groups waits for the
 // followers' election timeout and the election after it. The groups are
-// handed over in parallel, each to the voter in applied that has applied
-// the most of it (raft then brings that voter fully up to date before it
+// handed over in parallel, each to the live voter that has applied the
+// most of it (raft then brings that voter fully up to date before it
 // takes over, and the entries in flight commit under the new leader),
 // bounded by ctx. A group without another live voter keeps its leader.
-func (r *Reconciler) HandOver(ctx context.Context, applied Applied) error {
+func (r *Reconciler) HandOver(ctx context.Context) error {
 	var led []*raftgroup.Group
 	for _, g := range r.host.Groups() {
 		if g.IsLeader() {
@@ -44,6 +43,7 @@ func (r *Reconciler) HandOver(ctx context.Context, applied Applied) error {
 		return nil
 	}
 	start := time.Now()
+	applied := r.applied(ctx)
 	errs := make([]error, len(led))
 	handed := make([]bool, len(led))
 	var wg sync.WaitGroup
@@ -130,6 +130,39 @@ func (r *Reconciler) awaitOtherLeader(ctx context.Context, g *raftgroup.Group) s
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// applied asks every other live member, in parallel, how far it has
+// applied each of its groups. Members that do not answer (down, or
+// stopping: their status RPC refuses) or answer under another name (a
+// restarted container on a shuffled address) are left out: they are no
+// place for leadership.
+func (r *Reconciler) applied(ctx context.Context) Applied {
+	out := Applied{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, m := range aliveMembers(r.cfg.Members) {
+		if m.Name == r.cfg.Self {
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			name, groups, err := r.host.Status(cctx, m.InternalAddr)
+			if err != nil || name != m.Name {
+				return
+			}
+			idx := map[uint64]uint64{}
+			for _, gs := range groups {
+				idx[gs.ID] = gs.AppliedIndex
+			}
+			mu.Lock()
+			out[m.Name] = idx
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // handOverTarget picks, among conf's voters other than self and those

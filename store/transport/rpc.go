@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/region"
@@ -246,4 +247,22 @@ func (c *Client) CallWith(ctx context.Context, method, addr, path string, body [
 		return data, nil
 	}
 	return nil, c.codes.Refusal(resp, addr, path, string(data))
+}
+
+// Quiet tracks when a server last received a request, so that a graceful
+// stop can wait until its clients have gone quiet before it closes the
+// connections they keep alive: a request sent on one just as the server
+// closes it is cut, and the client cannot tell it was never read (for a
+// write, an unknown outcome).
+type Quiet struct{ last atomic.Int64 }
+
+// Touch records a request now.
+func (q *Quiet) Touch() { q.last.Store(time.Now().UnixNano()) }
+
+// Wait returns once no request was recorded for d, or after at most max.
+func (q *Quiet) Wait(d, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Since(time.Unix(0, q.last.Load())) < d && time.Now().Before(deadline) {
+		time.Sleep(d / 10)
+	}
 }

@@ -363,27 +363,4 @@ func TestCommands(t *testing.T) {
 		expect(t, kvnode(t, jsonEnv, "", "region", "list"), 0, `{"regions":[{"name":"events","type":"PARTITION"},{"name":"orders","type":"REPLICATE"}]}`+"\n")
 		expect(t, kvnode(t, jsonEnv, "", "region", "list", "-o", "table"), 0, "NAME    TYPE\nevents  PARTITION\norders  REPLICATE\n")
 	})
-
-	// Last: a member leaves for good. Never with several URLs (another
-	// member than meant would leave); with one, that member leaves and
-	// stops, and the others no longer count it.
-	t.Run("leave", func(t *testing.T) {
-		expect(t, run("", "leave"), cli.ExitBadInput, "")
-		n3 := c.Nodes["n3"]
-		select {
-		case <-n3.Done():
-			t.Fatal("n3 stopped after a refused leave")
-		default:
-		}
-		expect(t, kvnode(t, nil, "", "leave", "--url", c.urls[2]), 0, c.urls[2]+" is leaving the cluster; it stops once its partition replicas have moved (see kvnode status on another member)\n")
-		select {
-		case <-n3.Done():
-		case <-time.After(30 * time.Second):
-			t.Fatal("n3 did not stop after it was asked to leave")
-		}
-		waitfor.Cond(t, 20*time.Second, "n3 to be out of the control group", func() bool {
-			return nodetest.View(t, c.Nodes["n1"]).Suffrage("n3") == ""
-		})
-		expect(t, run("", "region", "list"), 0, "NAME    TYPE\nevents  PARTITION\norders  REPLICATE\n")
-	})
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	sockaddr "github.com/hashicorp/go-sockaddr"
@@ -56,11 +55,6 @@ type Node struct {
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 	stopErr  error
-	// leaving: Leave was called; the graceful shutdown it runs is a
-	// leave whatever Config.LeaveOnShutdown says. done is closed once
-	// the node has stopped.
-	leaving atomic.Bool
-	done    chan struct{}
 }
 
 // Start checks cfg and brings a node up: listeners first (so :0 ports are
@@ -84,7 +78,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	n := &Node{cfg: cfg, logger: logger, serveErr: make(chan error, 1), done: make(chan struct{})}
+	n := &Node{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
 	n.metrics = newMetrics(n)
 	var cleanup []func()
 	defer func() {
@@ -235,7 +229,6 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:          logger.With("component", "rest"),
 		Metrics:         n.metrics.Handler(false), // the REST server compresses
 		Observer:        n.metrics.HTTP(),
-		Leave:           n.leaveHandler(),
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
@@ -317,35 +310,8 @@ func (n *Node) Shutdown() error { return n.stop(true) }
 // Close does anything.
 func (n *Node) Close() error { return n.stop(false) }
 
-// Leave makes the node leave the cluster for good and stop, in the
-// background: Shutdown as with Config.LeaveOnShutdown. Done is closed once
-// it has stopped; a program that embeds the node (cmd/kvnode) exits then.
-// On a node already stopping it changes nothing.
-func (n *Node) Leave() {
-	n.logger.Info("asked to leave the cluster")
-	n.leaving.Store(true)
-	go func() { _ = n.Shutdown() }()
-}
-
-// leaveHandler serves POST /management/v1/leave (package rest routes it
-// and checks the caller's CLUSTER:MANAGE): 202 once the leave has begun.
-func (n *Node) leaveHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		n.Leave()
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"status":"leaving"}`))
-	})
-}
-
-// Done is closed once the node has stopped (Shutdown, Close or Leave).
-func (n *Node) Done() <-chan struct{} { return n.done }
-
 func (n *Node) stop(graceful bool) error {
-	n.stopOnce.Do(func() {
-		n.stopErr = n.shutdown(graceful)
-		close(n.done)
-	})
+	n.stopOnce.Do(func() { n.stopErr = n.shutdown(graceful) })
 	return n.stopErr
 }
 
@@ -416,9 +382,9 @@ func (n *Node) shutdown(graceful bool) error {
 }
 
 // shutdownGracefully is the graceful part of shutdown: hand over, stop
-// serving, and leave when Config.LeaveOnShutdown or Leave asks to.
+// serving, and leave when Config.LeaveOnShutdown asks to.
 func (n *Node) shutdownGracefully(ctx context.Context, errs *[]error) {
-	leave := n.cfg.LeaveOnShutdown || n.leaving.Load()
+	leave := n.cfg.LeaveOnShutdown
 	mode := "restart: the member stays in the cluster"
 	if leave {
 		mode = "leave: the member leaves the cluster"

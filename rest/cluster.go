@@ -70,14 +70,6 @@ func (s *Server) mgmtPartitions(c echo.Context) error {
 	return writeDoc(c, http.StatusOK, view)
 }
 
-// mgmtLeave is POST /management/v1/leave: Config.Leave, 404 without.
-func (s *Server) mgmtLeave(c echo.Context) error {
-	if s.cfg.Leave == nil {
-		return echo.ErrNotFound
-	}
-	return echo.WrapHandler(s.cfg.Leave)(c)
-}
-
 // nonNil makes an absent list encode as [] rather than null.
 func nonNil[T any](s []T) []T {
 	if s == nil {

@@ -3,11 +3,9 @@ package rest
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -104,40 +102,4 @@ func TestPartitionsView(t *testing.T) {
 		check(t, ts, ts.do(t, "GET", "/management/v1/partitions", "", ""))
 	plain := newTestServer(t)
 	fails(404, "/management/v1/partitions").check(t, plain, plain.do(t, "GET", "/management/v1/partitions", "", ""))
-}
-
-// TestLeave: POST /management/v1/leave reaches Config.Leave (the node's
-// leave) and its answer; with security on it needs CLUSTER:MANAGE, and a
-// refused caller starts nothing; without a Leave the endpoint does not
-// exist.
-func TestLeave(t *testing.T) {
-	st := newTestStore(t)
-	calls := 0
-	leave := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		calls++
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"status":"leaving"}`))
-	})
-	srv := httptest.NewServer(validated(t, New(Config{Leave: leave}, st, nil, nil).Handler()))
-	t.Cleanup(srv.Close)
-	ts := &testServer{base: srv.URL, store: st}
-	expect{status: 202, body: `{"status":"leaving"}`}.check(t, ts, ts.do(t, "POST", "/management/v1/leave", "", ""))
-	if calls != 1 {
-		t.Fatalf("Leave called %d times, want 1", calls)
-	}
-
-	a := auth.New(securityFile(t))
-	secure := httptest.NewServer(validated(t, New(Config{Auth: a, Leave: leave}, st, nil, nil).Handler()))
-	t.Cleanup(secure.Close)
-	reader := &testServer{base: secure.URL, store: st, user: "reader", password: "reader-pw"}
-	expect{status: 403, cause: "lacks CLUSTER:MANAGE"}.check(t, reader, reader.do(t, "POST", "/management/v1/leave", "", ""))
-	if calls != 1 {
-		t.Fatalf("a refused caller made the member leave")
-	}
-	admin := &testServer{base: secure.URL, store: st, user: "admin", password: "admin-pw"}
-	expect{status: 202, body: `{"status":"leaving"}`}.check(t, admin, admin.do(t, "POST", "/management/v1/leave", "", ""))
-
-	plain := newTestServer(t)
-	fails(404, "/management/v1/leave").check(t, plain, plain.do(t, "POST", "/management/v1/leave", "", ""))
 }

@@ -108,7 +108,6 @@ func (s *Server) routes() {
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
-	s.handle(http.MethodPost, managementPrefix+"/leave", s.mgmtLeave)
 
 	// The API's OpenAPI document, and Swagger UI showing it (package
 	// openapi). Both are static and need no credentials.

@@ -53,7 +53,6 @@ type Config struct {
 	// Observer, when set, is told how every routed request ended and of
 	// every refused login (package metrics implements it).
 	Observer Observer
-	Leave    http.Handler // POST /management/v1/leave (CLUSTER:MANAGE): the node's leave; nil: 404
 }
 
 // Observer is told what the server does, for its metrics. Its methods run

@@ -84,8 +84,6 @@ func serve(cmd *cobra.Command, args, env []string) error {
 			return n.Shutdown()
 		case err := <-n.Err():
 			return errors.Join(err, n.Close())
-		case <-n.Done(): // it left the cluster (POST /management/v1/leave)
-			return n.Shutdown()
 		case <-hup:
 			_ = n.ReloadSecurity() // it logs the outcome
 		}

@@ -108,6 +108,7 @@ func (s *Server) routes() {
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
+	s.handle(http.MethodGet, managementPrefix+"/backup", s.mgmtBackup)
 
 	// The API's OpenAPI document, and Swagger UI showing it (package
 	// openapi). Both are static and need no credentials.

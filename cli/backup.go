@@ -165,4 +165,3 @@ func (p *progress) done() {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-

@@ -1,0 +1,262 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvnode/kvnode/backup/archive"
+	"github.com/kvnode/kvnode/internal/waitfor"
+	"github.com/kvnode/kvnode/node"
+	"github.com/kvnode/kvnode/node/nodetest"
+	"github.com/kvnode/kvnode/store/backup"
+)
+
+// regionEntries reads every entry of a region on n (linearizable), by the
+// "k" member each test value carries.
+func regionEntries(t *testing.T, n *node.Node, name string) map[string]string {
+	t.Helper()
+	r := nodetest.MustCall(t, n, "GET", "/kv/v1/"+name+"?limit=ALL", "", 200)
+	var doc map[string][]json.RawMessage
+	if err := json.Unmarshal([]byte(r.Body), &doc); err != nil {
+		t.Fatalf("listing %s on %s: %v", name, n.Name(), err)
+	}
+	out := map[string]string{}
+	for _, v := range doc[name] {
+		var e struct {
+			K string `json:"k"`
+		}
+		if err := json.Unmarshal(v, &e); err != nil || e.K == "" {
+			t.Fatalf("listing %s on %s: value %s has no key", name, n.Name(), v)
+		}
+		out[e.K] = string(v)
+	}
+	return out
+}
+
+// fullyReplicated reports whether n sees the control group with three
+// voters and every partition group with three voters, all among members.
+func fullyReplicated(t *testing.T, n *node.Node, members []string) bool {
+	t.Helper()
+	v := nodetest.View(t, n)
+	voters := 0
+	for _, m := range v.Members {
+		if m.Suffrage == "voter" && slices.Contains(members, m.Name) {
+			voters++
+		}
+	}
+	if voters != 3 {
+		return false
+	}
+	r := nodetest.Call(t, n, "GET", "/management/v1/partitions", "")
+	var pv struct {
+		Groups []struct {
+			Members   []string `json:"members"`
+			Voters    []string `json:"voters"`
+			NonVoters []string `json:"nonVoters"`
+		} `json:"groups"`
+	}
+	if r.Status != 200 || json.Unmarshal([]byte(r.Body), &pv) != nil || len(pv.Groups) == 0 {
+		return false
+	}
+	for _, g := range pv.Groups {
+		if len(g.Voters) != 3 || len(g.NonVoters) != 0 || len(g.Members) != 3 {
+			return false
+		}
+		for _, m := range g.Voters {
+			if !slices.Contains(members, m) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// definitions is what must compare equal between a cluster and its
+// restored copy besides the entries: regions, indexes, named queries,
+// functions, as the API lists them.
+func definitions(t *testing.T, n *node.Node) []string {
+	t.Helper()
+	return []string{
+		nodetest.MustCall(t, n, "GET", "/kv/v1", "", 200).Body,
+		nodetest.MustCall(t, n, "GET", "/management/v1/regions/par/indexes", "", 200).Body,
+		nodetest.MustCall(t, n, "GET", "/kv/v1/queries", "", 200).Body,
+		nodetest.MustCall(t, n, "GET", "/management/v1/functions", "", 200).Body,
+	}
+}
+
+// seedData creates a replicated and a partitioned region, an index, a
+// named query and a function, and writes count entries into each region.
+func seedData(t *testing.T, n *node.Node, count int) {
+	t.Helper()
+	nodetest.MustCall(t, n, "POST", "/management/v1/regions", `{"name":"rep","type":"REPLICATE"}`, 201)
+	nodetest.MustCall(t, n, "POST", "/management/v1/regions", `{"name":"par","type":"PARTITION"}`, 201)
+	nodetest.MustCall(t, n, "POST", "/management/v1/regions/par/indexes", `{"name":"byN","expression":"o.n","from":"/par o"}`, 201)
+	nodetest.MustCall(t, n, "POST", "/kv/v1/queries?id=small&q="+url.QueryEscape("SELECT o.k FROM /par o WHERE o.n < $1 ORDER BY o.k"), "", 201)
+	nodetest.MustCall(t, n, "PUT", "/management/v1/functions/hello", `{"source":"function execute(ctx, args) { return 'hello'; }"}`, 201)
+	for i := range count {
+		for _, r := range []string{"rep", "par"} {
+			nodetest.MustCall(t, n, "PUT", fmt.Sprintf("/kv/v1/%s/s%d", r, i), fmt.Sprintf(`{"k":"s%d","n":%d}`, i, i), 200)
+		}
+	}
+}
+
+// TestBackupUnderLoadRestoresIntoAFreshCluster takes a backup of a 3-node
+// cluster while a writer runs, restores it into one member of a fresh
+// cluster that two fresh members join, and compares.
+func TestBackupUnderLoadRestoresIntoAFreshCluster(t *testing.T) {
+	src := nodetest.New(t)
+	for _, name := range []string{"a", "b", "c"} {
+		src.Start(name, 3)
+	}
+	src.Leader()
+	a, b := src.Nodes["a"], src.Nodes["b"]
+	seedData(t, a, 40)
+
+	// A bounded writer: new keys only, so that the source's state only
+	// grows and every restored entry must be in it with the same value.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	acked := map[string]map[string]string{"rep": {}, "par": {}}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := next.Add(1)
+				if i > 4000 {
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := []string{"rep", "par"}[i%2]
+				k, v := fmt.Sprintf("w%d", i), fmt.Sprintf(`{"k":"w%d","n":%d}`, i, 1000+i)
+				req, _ := http.NewRequestWithContext(ctx, "PUT", "http://"+b.HTTPAddr()+"/kv/v1/"+r+"/"+k, bytes.NewBufferString(v))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					mu.Lock()
+					acked[r][k] = v
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	waitfor.Cond(t, 10*time.Second, "the writer to get going", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked["par"]) >= 100
+	})
+	mu.Lock()
+	before := map[string]map[string]string{"rep": {}, "par": {}}
+	for r, m := range acked {
+		for k, v := range m {
+			before[r][k] = v
+		}
+	}
+	mu.Unlock()
+	resp, err := http.Get("http://" + a.HTTPAddr() + "/management/v1/backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /management/v1/backup = %d, %v: %s", resp.StatusCode, err, data)
+	}
+	close(stop)
+	wg.Wait()
+	m, _, err := archive.Verify(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("the backup does not verify: %v", err)
+	}
+	if len(m.Groups) != 5 || m.Partitions != 4 || m.Member != "a" || len(m.Indexes) != 1 || !slices.Equal(m.NamedQueries, []string{"small"}) || !slices.Equal(m.Functions, []string{"hello"}) {
+		t.Fatalf("manifest %+v: want 5 groups, 4 partitions, 1 index, query small, function hello", m)
+	}
+	t.Logf("backup: %d bytes, %d entries (%d acknowledged before it, %d by the writer in all); groups %+v",
+		len(data), m.Entries(), len(before["rep"])+len(before["par"])+80, len(acked["rep"])+len(acked["par"]), m.Groups)
+	counts := map[string]int64{}
+	for _, r := range m.Regions {
+		counts[r.Name] = r.Entries
+	}
+	file := filepath.Join(t.TempDir(), "cluster.backup")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The fresh cluster: r1 restored, r2 and r3 empty.
+	dir := filepath.Join(t.TempDir(), "r1")
+	addr := nodetest.FreeAddr(t)
+	if _, err := backup.Restore(backup.RestoreOptions{From: file, DataDir: dir, Name: "r1", InternalAddr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	dst := nodetest.New(t)
+	dst.Tune = func(name string, cfg *node.Config) {
+		if name == "r1" {
+			cfg.DataDir, cfg.InternalAddr = dir, addr
+		}
+	}
+	r1 := dst.Start("r1", 3)
+	dst.Start("r2", 3)
+	dst.Start("r3", 3)
+	waitfor.Cond(t, 60*time.Second, "the restored cluster to be fully replicated", func() bool {
+		return fullyReplicated(t, r1, []string{"r1", "r2", "r3"})
+	})
+
+	for _, region := range []string{"rep", "par"} {
+		for _, n := range dst.Nodes {
+			got := regionEntries(t, n, region)
+			if int64(len(got)) != counts[region] {
+				t.Errorf("%s on %s: %d entries, the manifest says %d", region, n.Name(), len(got), counts[region])
+			}
+			for k, v := range before[region] {
+				if got[k] != v {
+					t.Errorf("%s on %s: %s = %q, acknowledged before the backup as %q", region, n.Name(), k, got[k], v)
+				}
+			}
+			for i := range 40 {
+				if k := fmt.Sprintf("s%d", i); got[k] != fmt.Sprintf(`{"k":"s%d","n":%d}`, i, i) {
+					t.Errorf("%s on %s: %s = %q", region, n.Name(), k, got[k])
+				}
+			}
+			// Nothing that the source never had, nor another value.
+			source := regionEntries(t, a, region)
+			for k, v := range got {
+				if source[k] != v {
+					t.Errorf("%s on %s: %s = %q, the source has %q", region, n.Name(), k, v, source[k])
+				}
+			}
+		}
+	}
+	if want, got := definitions(t, a), definitions(t, r1); !slices.Equal(want, got) {
+		t.Errorf("definitions after restore:\n%q\nwant (the source's):\n%q", got, want)
+	}
+	// The restored index and named query serve on a fresh member.
+	r := nodetest.MustCall(t, dst.Nodes["r3"], "POST", "/kv/v1/queries/small", `[{"@type":"int","@value":3}]`, 200)
+	if r.Body != `["s0","s1","s2"]` {
+		t.Errorf("named query small(3) on r3 = %s", r.Body)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -259,4 +260,95 @@ func TestBackupUnderLoadRestoresIntoAFreshCluster(t *testing.T) {
 	if r.Body != `["s0","s1","s2"]` {
 		t.Errorf("named query small(3) on r3 = %s", r.Body)
 	}
+}
+
+// TestRecoverAfterLosingTwoOfThree: two members are lost for good; the
+// third, stopped, is recovered offline, restarts alone, and two fresh
+// members re-grow the cluster to full replication with every
+// acknowledged write the survivor had.
+func TestRecoverAfterLosingTwoOfThree(t *testing.T) {
+	ip := nodetest.New(t)
+	base := t.TempDir()
+	ip.Tune = func(name string, cfg *node.Config) { cfg.DataDir = filepath.Join(base, name) }
+	for _, name := range []string{"a", "b", "c"} {
+		ip.Start(name, 3)
+	}
+	ip.Leader()
+	a := ip.Nodes["a"]
+	seedData(t, ip.Nodes["b"], 30)
+	want := map[string]map[string]string{}
+	for _, region := range []string{"rep", "par"} {
+		want[region] = regionEntries(t, ip.Nodes["c"], region)
+		if len(want[region]) != 30 {
+			t.Fatalf("%s: %d entries before the loss, want 30", region, len(want[region]))
+		}
+	}
+	// What the survivor had: its own replicas (stale reads) hold every
+	// acknowledged write before the others are lost.
+	waitfor.Cond(t, 10*time.Second, "a's replicas to hold every write", func() bool {
+		for _, region := range []string{"rep", "par"} {
+			r := nodetest.Call(t, a, "HEAD", "/kv/v1/"+region+"?consistency=stale", "")
+			if r.Header.Get("Resource-Count") != "30" {
+				return false
+			}
+		}
+		return true
+	})
+
+	// b and c are lost for good; a is stopped.
+	for _, name := range []string{"b", "c"} {
+		ip.Stop(name, false)
+		if err := os.RemoveAll(filepath.Join(base, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A running member's data dir is refused, before anything changes.
+	if _, err := backup.Recover(backup.RecoverOptions{DataDir: filepath.Join(base, "a")}); !errors.Is(err, backup.ErrInUse) {
+		t.Fatalf("recover of a running member's data dir = %v, want ErrInUse", err)
+	}
+	ip.Stop("a", false)
+
+	rep, err := backup.Recover(backup.RecoverOptions{DataDir: filepath.Join(base, "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Member != "a" || len(rep.Held) != 5 || len(rep.Lost) != 0 {
+		t.Fatalf("recover report %+v: want a holding 5 groups, none lost", rep)
+	}
+
+	a = ip.Start("a", 3)
+	for _, region := range []string{"rep", "par"} {
+		waitfor.Cond(t, 20*time.Second, "a alone to serve "+region, func() bool {
+			return nodetest.Call(t, a, "GET", "/kv/v1/"+region+"/s1", "").Status == 200
+		})
+	}
+	nodetest.MustCall(t, a, "PUT", "/kv/v1/par/alone", `{"k":"alone","n":-1}`, 200)
+	ip.Start("d", 3)
+	ip.Start("e", 3)
+	waitfor.Cond(t, 60*time.Second, "the recovered cluster to be fully replicated", func() bool {
+		return fullyReplicated(t, a, []string{"a", "d", "e"})
+	})
+	want["par"]["alone"] = `{"k":"alone","n":-1}`
+	for _, n := range ip.Nodes {
+		for _, region := range []string{"rep", "par"} {
+			if got := regionEntries(t, n, region); !mapsEqual(got, want[region]) {
+				t.Errorf("%s on %s after recovery: %d entries, want the %d acknowledged ones", region, n.Name(), len(got), len(want[region]))
+			}
+		}
+	}
+	if v := nodetest.View(t, a); v.Suffrage("b") != "" || v.Suffrage("c") != "" {
+		t.Errorf("lost members still in the control group: %+v", v)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }

@@ -53,10 +53,8 @@ type Config struct {
 	// Observer, when set, is told how every routed request ended and of
 	// every refused login (package metrics implements it).
 	Observer Observer
-	// Backup takes a backup for GET /management/v1/backup (package
-	// store/backup, wired by node); nil answers 404. A backup runs without
-	// the request deadline, for as long as the client reads.
-	Backup BackupFunc
+	// Backup answers GET /management/v1/backup (node, store/backup); nil: 404.
+	Backup func(w http.ResponseWriter, r *http.Request) error
 }
 
 // Observer is told what the server does, for its metrics. Its methods run
@@ -193,10 +191,6 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 		case kvPrefix + "/functions/:id":
 			// And so has running a function (--function-timeout).
 			timeout = s.cfg.FunctionTimeout
-		case managementPrefix + "/backup":
-			// As long as the data takes to snapshot and send; it ends when
-			// the client goes away.
-			return next(c)
 		}
 		req := c.Request()
 		ctx, cancel := context.WithTimeout(req.Context(), timeout)

@@ -29,7 +29,7 @@ import (
 //	POST /v1/groups/{gid}/term?id=   → uvarint term of the group here, if this is member id
 //	POST /v1/groups/{gid}/query      body: JSON queryReq → oql.EncodePartial
 //	POST /v1/groups/{gid}/leave?id=  → the leader removes server id from the group
-//	POST /v1/groups/{gid}/snapshot   → the fsm snapshot stream, after the read barrier (snapshot.go)
+//	POST /v1/groups/{gid}/snapshot   → the fsm snapshot stream after the read barrier, header Kv-Term (snapshot.go)
 //	GET  /v1/status                  → JSON NodeStatus
 //
 // An apply goes to the group's leader, except from a node that does not host

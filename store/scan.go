@@ -134,7 +134,21 @@ func (c *rpcClient) scan(ctx context.Context, addr string, gid uint64, sr scanRe
 	if err != nil {
 		return nil, err
 	}
-	path := "/v1/groups/" + strconv.FormatUint(gid, 10) + "/scan"
+	resp, err := c.openStream(ctx, addr, groupRPCPath(gid, "scan"), body)
+	if err != nil {
+		return nil, err
+	}
+	src, err := listing.Remote(resp.Body, addr, gid, sr.Peek)
+	if err != nil {
+		return nil, readRPCErr(ctx, err)
+	}
+	return src, nil
+}
+
+// openStream sends the streamed group RPC path (POST, body) to addr and
+// returns its 200 answer, whose body the caller reads and closes; the
+// failures before it are classified as any read RPC's.
+func (c *rpcClient) openStream(ctx context.Context, addr, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("rpc POST %s: %w", path, err)
@@ -153,11 +167,7 @@ func (c *rpcClient) scan(ctx context.Context, addr string, gid uint64, sr scanRe
 		defer resp.Body.Close()
 		return nil, readRPCErr(ctx, rpcRefusal(resp, addr, path))
 	}
-	src, err := listing.Remote(resp.Body, addr, gid, sr.Peek)
-	if err != nil {
-		return nil, readRPCErr(ctx, err)
-	}
-	return src, nil
+	return resp, nil
 }
 
 // rpcRefusal turns a non-200 RPC answer into its error, keeping the

@@ -7,9 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/raftgroup"
@@ -21,9 +18,7 @@ import (
 // streamed from a member that hosts the group, after the read barrier of
 // a linearizable read, so that it holds every write acknowledged before
 // the call began. The FSM's Snapshot is a copy-on-write clone: writes go
-// on while it is written out.
-//
-//	POST /v1/groups/{gid}/snapshot  → the fsm snapshot stream; header Kv-Term
+// on while it is written out. (The RPC: rpc.go's list.)
 
 // headerTerm carries the group's term with a snapshot.
 const headerTerm = "Kv-Term"
@@ -70,15 +65,14 @@ func writeSnapshot(g *raftgroup.Group, w io.Writer) (uint64, error) {
 	return term, nil
 }
 
-// writerSink is a raft.SnapshotSink over a plain writer.
+// writerSink is a raft.SnapshotSink (fsm's Persist takes one) over a
+// plain writer.
 type writerSink struct{ w io.Writer }
 
 func (s *writerSink) Write(p []byte) (int, error) { return s.w.Write(p) }
 func (s *writerSink) Close() error                { return nil }
 func (s *writerSink) Cancel() error               { return nil }
 func (s *writerSink) ID() string                  { return "backup" }
-
-var _ raft.SnapshotSink = (*writerSink)(nil)
 
 // snapshotRPC serves POST /v1/groups/{gid}/snapshot: this replica's
 // snapshot after the linearizable read barrier.
@@ -92,44 +86,23 @@ func (r *rpcServer) snapshotRPC(w http.ResponseWriter, req *http.Request) {
 	if !r.readable(ctx, w, g, false) {
 		return
 	}
-	snap, err := g.FSM().Snapshot()
-	if err != nil {
-		rpcCodes.WriteError(w, err)
-		return
-	}
-	defer snap.Release()
 	w.Header().Set(headerTerm, strconv.FormatUint(g.Raft().CurrentTerm(), 10))
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.WriteHeader(http.StatusOK)
-	// A failure from here on cuts the stream, which the caller sees as a
-	// snapshot that does not end with its checksum.
-	if err := snap.Persist(&writerSink{w: w}); err != nil {
-		r.s.logger.Warn("snapshot for a backup cut short", "group", g.ID(), "error", err)
+	// An error before the first byte is an answer; after it, a cut stream,
+	// which the caller refuses (the snapshot ends with its checksum).
+	if _, err := writeSnapshot(g, w); err != nil {
+		rpcCodes.WriteError(w, err)
 	}
 }
 
 // snapshot fetches group gid's snapshot from the member at addr into the
 // writer open gives.
 func (c *rpcClient) snapshot(ctx context.Context, addr string, gid uint64, open func() (io.Writer, error)) (uint64, error) {
-	path := groupRPCPath(gid, "snapshot")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, http.NoBody)
+	resp, err := c.openStream(ctx, addr, groupRPCPath(gid, "snapshot"), nil)
 	if err != nil {
-		return 0, fmt.Errorf("rpc POST %s: %w", path, err)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set(transport.HeaderTimeout, strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
-	}
-	resp, err := c.HTTP().Do(req)
-	if err != nil {
-		if transport.IsDialError(err) {
-			return 0, fmt.Errorf("rpc to %s: %w: %v", addr, transport.ErrUnreachable, err)
-		}
-		return 0, readRPCErr(ctx, fmt.Errorf("rpc to %s: %w", addr, err))
+		return 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, readRPCErr(ctx, rpcRefusal(resp, addr, path))
-	}
 	term, err := strconv.ParseUint(resp.Header.Get(headerTerm), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("rpc to %s: snapshot of group %d without a valid %s header", addr, gid, headerTerm)

@@ -352,3 +352,103 @@ func mapsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestRecoverWithLostGroups: with one replica per partition group, the
+// survivor holds only some; recover names the others as lost, and the
+// cluster starts them over empty: the survivor's groups keep their
+// entries, the lost groups' keys read as absent, and every group takes
+// writes again.
+func TestRecoverWithLostGroups(t *testing.T) {
+	ip := nodetest.New(t)
+	base := t.TempDir()
+	ip.Tune = func(name string, cfg *node.Config) {
+		cfg.DataDir = filepath.Join(base, name)
+		cfg.ReplicationFactor = 1
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		ip.Start(name, 3)
+	}
+	ip.Leader()
+	a := ip.Nodes["a"]
+	nodetest.MustCall(t, a, "POST", "/management/v1/regions", `{"name":"par","type":"PARTITION"}`, 201)
+	for i := range 40 {
+		nodetest.MustCall(t, a, "PUT", fmt.Sprintf("/kv/v1/par/k%d", i), fmt.Sprintf(`{"k":"k%d"}`, i), 200)
+	}
+	// Which group each key is in, and which groups a hosts.
+	var pv struct {
+		Groups []struct {
+			Group   uint64   `json:"group"`
+			Members []string `json:"members"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(nodetest.MustCall(t, a, "GET", "/management/v1/partitions", "", 200).Body), &pv); err != nil {
+		t.Fatal(err)
+	}
+	var onA, lostWant []uint64
+	for _, g := range pv.Groups {
+		if slices.Equal(g.Members, []string{"a"}) {
+			onA = append(onA, g.Group)
+		} else {
+			lostWant = append(lostWant, g.Group)
+		}
+	}
+	if len(onA) == 0 || len(lostWant) == 0 {
+		t.Fatalf("a hosts groups %v of %+v: want some, not all", onA, pv.Groups)
+	}
+	kept := regionEntries(t, a, "par")
+	ip.Stop("a", false)
+	for _, name := range []string{"b", "c"} {
+		ip.Stop(name, false)
+		if err := os.RemoveAll(filepath.Join(base, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a held: its own groups' entries, read from its dir.
+	rep, err := backup.Recover(backup.RecoverOptions{DataDir: filepath.Join(base, "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Lost, lostWant) {
+		t.Fatalf("recover reports lost groups %v, want %v", rep.Lost, lostWant)
+	}
+	var heldEntries int64
+	for _, g := range rep.Held {
+		heldEntries += g.Entries
+	}
+
+	a = ip.Start("a", 3)
+	ip.Start("d", 3)
+	ip.Start("e", 3)
+	waitfor.Cond(t, 60*time.Second, "every partition group to have a leader among a, d, e", func() bool {
+		var pv struct {
+			Groups []struct {
+				Leader string `json:"leader"`
+			} `json:"groups"`
+		}
+		r := nodetest.Call(t, a, "GET", "/management/v1/partitions", "")
+		if r.Status != 200 || json.Unmarshal([]byte(r.Body), &pv) != nil || len(pv.Groups) != 4 {
+			return false
+		}
+		for _, g := range pv.Groups {
+			if !slices.Contains([]string{"a", "d", "e"}, g.Leader) {
+				return false
+			}
+		}
+		return true
+	})
+	got := regionEntries(t, a, "par")
+	if int64(len(got)) != heldEntries || len(got) == 0 || len(got) == len(kept) {
+		t.Errorf("after recovery: %d entries, want the %d of a's groups (of %d)", len(got), heldEntries, len(kept))
+	}
+	for k, v := range got {
+		if kept[k] != v {
+			t.Errorf("after recovery: %s = %s, before %q", k, v, kept[k])
+		}
+	}
+	for i := range 40 {
+		nodetest.MustCall(t, ip.Nodes["d"], "PUT", fmt.Sprintf("/kv/v1/par/k%d", i), fmt.Sprintf(`{"k":"k%d","again":true}`, i), 200)
+	}
+	if n := len(regionEntries(t, a, "par")); n != 40 {
+		t.Errorf("after writing every key again: %d entries, want 40", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -42,6 +43,9 @@ func Recover(o RecoverOptions) (*Report, error) {
 	self, err := datadir.Owner(o.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
+	}
+	if _, err := os.Stat(datadir.GroupDir(o.DataDir, 0)); err != nil {
+		return nil, fmt.Errorf("recover: %s holds no control group: %w", o.DataDir, err)
 	}
 	// The control group's stable store is locked while a member runs: a
 	// clear refusal before anything is read or changed.
@@ -87,6 +91,15 @@ func Recover(o RecoverOptions) (*Report, error) {
 		if addr == "" {
 			return nil, fmt.Errorf("recover: the control group's configuration has no address for %s: give --internal-addr", self)
 		}
+	}
+	// Every group's state must make a snapshot before the first one is
+	// written: a failure leaves the data dir as it was.
+	for i, gid := range held {
+		snap, err := states[i].f.Snapshot()
+		if err != nil {
+			return nil, fmt.Errorf("recover refused, nothing changed: group %d: %w", gid, err)
+		}
+		snap.Release()
 	}
 	rep := &Report{Member: self}
 	_, lost, err := claimTable(states[0].f, states[0].term, self, held)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -450,5 +451,60 @@ func TestRecoverWithLostGroups(t *testing.T) {
 	}
 	if n := len(regionEntries(t, a, "par")); n != 40 {
 		t.Errorf("after writing every key again: %d entries, want 40", n)
+	}
+}
+
+// TestBackupFetchesGroupsFromTheirHosts: with one replica per partition
+// group, the member asked hosts only some; the others' snapshots come
+// from their hosts over the internal port, and the archive holds every
+// entry, as a restored one-member cluster shows.
+func TestBackupFetchesGroupsFromTheirHosts(t *testing.T) {
+	ip := nodetest.New(t)
+	ip.Tune = func(_ string, cfg *node.Config) { cfg.ReplicationFactor = 1 }
+	for _, name := range []string{"a", "b", "c"} {
+		ip.Start(name, 3)
+	}
+	ip.Leader()
+	a := ip.Nodes["a"]
+	nodetest.MustCall(t, a, "POST", "/management/v1/regions", `{"name":"par","type":"PARTITION"}`, 201)
+	for i := range 60 {
+		nodetest.MustCall(t, a, "PUT", fmt.Sprintf("/kv/v1/par/k%d", i), fmt.Sprintf(`{"k":"k%d"}`, i), 200)
+	}
+	r := nodetest.MustCall(t, a, "GET", "/management/v1/partitions", "", 200)
+	if strings.Count(r.Body, `"members":["a"]`) == 4 {
+		t.Fatalf("a hosts every partition group: %s", r.Body)
+	}
+	resp, err := http.Get("http://" + a.HTTPAddr() + "/management/v1/backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("backup: %d %v", resp.StatusCode, err)
+	}
+	m, _, err := archive.Verify(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Entries() != 60 || len(m.Groups) != 5 {
+		t.Fatalf("manifest: %d entries in %d groups, want 60 in 5", m.Entries(), len(m.Groups))
+	}
+	file := filepath.Join(t.TempDir(), "b")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir, addr := filepath.Join(t.TempDir(), "solo"), nodetest.FreeAddr(t)
+	if _, err := backup.Restore(backup.RestoreOptions{From: file, DataDir: dir, Name: "solo", InternalAddr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	dst := nodetest.New(t)
+	dst.Tune = func(_ string, cfg *node.Config) { cfg.DataDir, cfg.InternalAddr = dir, addr }
+	solo := dst.Start("solo", 1)
+	waitfor.Cond(t, 20*time.Second, "the restored member to serve", func() bool {
+		return nodetest.Call(t, solo, "GET", "/kv/v1/par/k1", "").Status == 200
+	})
+	if got := regionEntries(t, solo, "par"); len(got) != 60 {
+		t.Errorf("restored: %d entries, want 60", len(got))
 	}
 }

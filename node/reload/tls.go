@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -23,6 +24,8 @@ type TLS struct {
 	peers PeerNames
 	log   *slog.Logger
 	obs   Observer
+	// refused keeps the log of refusals to one line a minute per kind.
+	refused refusals
 }
 
 // NewTLS returns empty material: load a certificate (and a CA for mutual
@@ -186,15 +189,68 @@ func (t *TLS) verifyPeer(direction, remote string, usage x509.ExtKeyUsage) func(
 	}
 }
 
-// refuse logs and reports a refused peer certificate.
+// refusalLogEvery is how often the same refusal (reason, direction and
+// names) is logged: a refused member is dialled again and again (Raft
+// retries, gossip-driven placement), many times a second, and every
+// refusal is counted in the metric anyway.
+const refusalLogEvery = time.Minute
+
+// refusals remembers when each kind of refusal was last logged and how
+// many were not logged since.
+type refusals struct {
+	mu   sync.Mutex
+	seen map[string]*refusal
+}
+
+type refusal struct {
+	logged     time.Time
+	suppressed int
+}
+
+// maxRefusalKinds bounds refusals' memory: a flood of certificates with
+// ever new names forgets the old ones (and logs again).
+const maxRefusalKinds = 1024
+
+// admit reports whether a refusal of kind key should be logged now, and
+// how many of its kind went unlogged before it.
+func (r *refusals) admit(key string, now time.Time) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil || len(r.seen) >= maxRefusalKinds {
+		r.seen = map[string]*refusal{}
+	}
+	e := r.seen[key]
+	if e == nil {
+		r.seen[key] = &refusal{logged: now}
+		return true, 0
+	}
+	if now.Sub(e.logged) < refusalLogEvery {
+		e.suppressed++
+		return false, 0
+	}
+	n := e.suppressed
+	e.logged, e.suppressed = now, 0
+	return true, n
+}
+
+// refuse logs (at most once a minute for the same reason, direction and
+// names) and reports (always) a refused peer certificate.
 func (t *TLS) refuse(reason, direction, remote string, leaf *x509.Certificate, err error) {
+	if t.obs != nil {
+		t.obs.PeerRefused(reason)
+	}
+	key := reason + "|" + direction + "|" + strings.Join(leaf.DNSNames, ",") + "|" + leaf.Subject.String()
+	ok, suppressed := t.refused.admit(key, time.Now())
+	if !ok {
+		return
+	}
 	args := []any{"reason", reason, "direction", direction, "dns_names", leaf.DNSNames,
 		"subject", leaf.Subject.String(), "serial", leaf.SerialNumber.Text(16), "error", err}
 	if remote != "" {
 		args = append(args, "remote", remote)
 	}
-	t.log.Warn("refused a peer's certificate on the internal port", args...)
-	if t.obs != nil {
-		t.obs.PeerRefused(reason)
+	if suppressed > 0 {
+		args = append(args, "unlogged_since_last", suppressed)
 	}
+	t.log.Warn("refused a peer's certificate on the internal port", args...)
 }

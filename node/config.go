@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/function"
-	"github.com/kvnode/kvnode/node/reload"
+	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store/raftgroup"

@@ -18,8 +18,8 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/metrics"
-	"github.com/kvnode/kvnode/node/reload"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/kvnode/kvnode/auth"
-	"github.com/kvnode/kvnode/node/reload"
+	"github.com/kvnode/kvnode/internal/reload"
 )
 
 // tlsSetup is the TLS of a node: the REST port's server side, and mutual

@@ -5,7 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"testing"
 
-	"github.com/kvnode/kvnode/node/reload"
+	"github.com/kvnode/kvnode/internal/reload"
 )
 
 // TestPeerNamesAllow: exact names and one-label wildcards match DNS names

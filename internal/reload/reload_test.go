@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/internal/logtap"
+	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node/nodetest"
-	"github.com/kvnode/kvnode/node/reload"
 )
 
 // observer counts what a Watcher and a TLS report.

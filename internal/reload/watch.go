@@ -249,11 +249,10 @@ func (w *Watcher) load(f *watched, force, first bool) error {
 	}
 	paths := strings.Join(f.Paths, ",")
 	if err != nil {
-		err = fmt.Errorf("%s (%s): %w", f.Name, paths, err)
 		if !first {
 			w.log.Error("reloading the "+f.Title+" failed; the previous one stays in force", "file", f.Name, "paths", paths, "error", err)
 		}
-		return err
+		return fmt.Errorf("%s (%s): %w", f.Name, paths, err)
 	}
 	msg := f.Title + " reloaded"
 	if first {

@@ -11,10 +11,12 @@
 //     it; a watch on the file's inode would see neither (it follows the
 //     old inode, or dies with it). Any event in a watched directory starts
 //     a short quiet period (debounce, so one swap or one save is one
-//     reload), after which every file is read again and loaded only if its
-//     contents changed (SHA-256), so unrelated files in the directory, or
-//     a save that changed nothing, reload nothing. Each attempt is logged
-//     and reported to an Observer (the node's metrics).
+//     reload; bounded, so a directory that is never quiet, with a log
+//     file in it, still gets its files read), after which every file is
+//     read again and loaded only if its contents changed (SHA-256), so
+//     unrelated files in the directory, or a save that changed nothing,
+//     reload nothing. Each attempt is logged and reported to an Observer
+//     (the node's metrics).
 //   - TLS: the certificate, key and CA a member's TLS configurations read
 //     at every handshake (tls.Config's GetCertificate, GetConfigForClient,
 //     GetClientCertificate and VerifyPeerCertificate), so new connections

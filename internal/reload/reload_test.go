@@ -184,10 +184,12 @@ func TestCertificateRotationBySymlinkSwap(t *testing.T) {
 
 	cert2, key2 := issue(t, ca, "localhost")
 	vol.Update(map[string][]byte{"tls.crt": cert2, "tls.key": key2})
+	start := time.Now()
 	want := serial(t, cert2)
 	waitfor.Cond(t, 5*time.Second, "a new connection to be shown the new certificate", func() bool {
 		return presented(t, addr, pool) == want
 	})
+	t.Logf("the new certificate was served %v after the ..data swap (debounce 50ms)", time.Since(start).Round(time.Millisecond))
 	if ok, fail := obs.counts("tls"); ok != 2 || fail != 0 {
 		t.Errorf("loads: %d ok, %d failed; want 2 ok (start and rotation), 0 failed", ok, fail)
 	}
@@ -521,4 +523,60 @@ func TestCARotation(t *testing.T) {
 	if err := handshake(t, addr, verdicts, oldPeer); err == nil {
 		t.Error("a peer of the old CA is still let in after the CA changed")
 	}
+}
+
+// TestBusyDirectory: a directory that is never quiet (a log file written
+// next to the certificate every few milliseconds) still has a changed
+// certificate loaded, within a bounded wait.
+func TestBusyDirectory(t *testing.T) {
+	ca := nodetest.NewCA(t, "test CA")
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.PEM)
+	dir := t.TempDir()
+	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	cert1, key1 := issue(t, ca, "localhost")
+	_ = os.WriteFile(certPath, cert1, 0o600)
+	_ = os.WriteFile(keyPath, key1, 0o600)
+	material := reload.NewTLS(nil, nil, nil)
+	w := reload.NewWatcher(reload.Options{Debounce: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = w.Close() })
+	if err := w.Add(reload.File{Name: "tls", Title: "TLS certificate and key", Paths: []string{certPath, keyPath}, Load: material.LoadCertificate}); err != nil {
+		t.Fatal(err)
+	}
+	w.Start()
+	addr, _ := serve(t, material.ServerConfig())
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := os.Create(filepath.Join(dir, "node.log"))
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				_, _ = f.WriteString("level=INFO msg=busy\n")
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	cert2, key2 := issue(t, ca, "localhost")
+	_ = os.WriteFile(keyPath+".tmp", key2, 0o600)
+	_ = os.WriteFile(certPath+".tmp", cert2, 0o600)
+	_ = os.Rename(keyPath+".tmp", keyPath)
+	_ = os.Rename(certPath+".tmp", certPath)
+	start := time.Now()
+	want := serial(t, cert2)
+	waitfor.Cond(t, 5*time.Second, "the new certificate to be loaded while the directory is busy", func() bool {
+		return presented(t, addr, pool) == want
+	})
+	t.Logf("loaded %v after the rename, with a write every 10ms in the directory", time.Since(start).Round(time.Millisecond))
 }

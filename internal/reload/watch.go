@@ -22,6 +22,11 @@ import (
 // short enough that a rotation is in force well within a second.
 const DefaultDebounce = 200 * time.Millisecond
 
+// maxQuietWaits bounds the wait for quiet: a directory that never stays
+// quiet (a log file written next to the certificates) still has its files
+// read every maxQuietWaits debounce periods.
+const maxQuietWaits = 5
+
 // Observer is told the outcome of every load of a watched file (the
 // start's included; the node's metrics count them) and of every peer
 // certificate TLS refuses.
@@ -182,22 +187,34 @@ func (w *Watcher) Close() error {
 	return err
 }
 
-// run turns the directories' events into reloads, one per quiet period.
+// run turns the directories' events into reloads: after an event, once
+// the directories have been quiet for the debounce period, or at most
+// maxQuietWaits periods after the first event not yet acted on.
 func (w *Watcher) run() {
 	defer w.wg.Done()
 	timer := time.NewTimer(w.debounce)
 	timer.Stop()
+	var first time.Time // the first event since the last reload; zero: none
+	changed := func() {
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+		}
+		wait := min(w.debounce, first.Add(maxQuietWaits*w.debounce).Sub(now))
+		timer.Reset(max(wait, 0))
+	}
 	for {
 		select {
 		case <-w.done:
 			timer.Stop()
 			return
-		case ev, ok := <-w.fsw.Events:
+		case _, ok := <-w.fsw.Events:
+			// Not logged, even at debug level: a log file in a watched
+			// directory would log its own writes forever.
 			if !ok {
 				return
 			}
-			w.log.Debug("watched directory changed", "path", ev.Name, "op", ev.Op.String())
-			timer.Reset(w.debounce)
+			changed()
 		case err, ok := <-w.fsw.Errors:
 			if !ok {
 				return
@@ -205,8 +222,9 @@ func (w *Watcher) run() {
 			// An overflow of the kernel's queue loses events, not
 			// changes: read everything again.
 			w.log.Warn("watching files for changes", "error", err)
-			timer.Reset(w.debounce)
+			changed()
 		case <-timer.C:
+			first = time.Time{}
 			_ = w.Reload(false) // each refusal is logged and reported
 			w.rewatch()
 		}

@@ -112,28 +112,38 @@ func NewWatcher(o Options) *Watcher {
 func (w *Watcher) Add(f File) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	f.Paths = slices.Clone(f.Paths)
 	for i, p := range f.Paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		f.Paths[i] = abs
-		if dir := filepath.Dir(abs); !slices.Contains(w.dirs, dir) {
-			w.dirs = append(w.dirs, dir)
-		}
 	}
 	wf := &watched{File: f}
 	if err := w.load(wf, true, true); err != nil {
 		return err
 	}
 	w.files = append(w.files, wf)
+	for _, p := range f.Paths {
+		if dir := filepath.Dir(p); !slices.Contains(w.dirs, dir) {
+			w.dirs = append(w.dirs, dir)
+		}
+	}
 	return nil
 }
 
-// Start watches the directories of the Files added. If the system cannot
-// watch them (inotify's limits, say), the files are still reloaded by
-// Reload, and the log says so.
+// Start watches the directories of the Files added (with none, it does
+// nothing: an inotify instance is a limited resource). If the system
+// cannot watch them (inotify's limits, say), the files are still reloaded
+// by Reload, and the log says so.
 func (w *Watcher) Start() {
+	w.mu.Lock()
+	none := len(w.dirs) == 0
+	w.mu.Unlock()
+	if none {
+		return
+	}
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
 		w.log.Warn("cannot watch files for changes; they reload on SIGHUP only", "error", err)

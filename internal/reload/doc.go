@@ -19,7 +19,7 @@
 //     (the node's metrics).
 //   - TLS: the certificate, key and CA a member's TLS configurations read
 //     at every handshake (tls.Config's GetCertificate, GetConfigForClient,
-//     GetClientCertificate and VerifyPeerCertificate), so new connections
+//     GetClientCertificate and VerifyConnection), so new connections
 //     use what was loaded last without a restart, and connections already
 //     open keep what they shook hands with. On the internal port it also
 //     checks a peer's certificate names against --peer-names (PeerNames).

@@ -132,8 +132,8 @@ func (t *TLS) InternalServerConfig() *tls.Config {
 				Certificates: []tls.Certificate{*cert},
 				// The chain is verified by verifyPeer, against the CA in
 				// force now (a ClientCAs pool would be fixed at start).
-				ClientAuth:            tls.RequireAnyClientCert,
-				VerifyPeerCertificate: t.verifyPeer("inbound", remote, x509.ExtKeyUsageClientAuth),
+				ClientAuth:       tls.RequireAnyClientCert,
+				VerifyConnection: t.verifyPeer("inbound", remote, x509.ExtKeyUsageClientAuth),
 			}, nil
 		},
 	}
@@ -148,28 +148,25 @@ func (t *TLS) InternalClientConfig() *tls.Config {
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return t.getCertificate() },
 		// verifyPeer checks the chain and the names; the host name is not
 		// checked against the address dialled (see the package's doc).
-		InsecureSkipVerify:    true,
-		VerifyPeerCertificate: t.verifyPeer("outbound", "", x509.ExtKeyUsageAny),
+		InsecureSkipVerify: true,
+		VerifyConnection:   t.verifyPeer("outbound", "", x509.ExtKeyUsageAny),
 	}
 }
 
 // verifyPeer checks a peer's certificate on the internal port: a chain to
 // the CA in force with usage, then its names. A refusal is logged with the
-// names offered, and reported.
-func (t *TLS) verifyPeer(direction, remote string, usage x509.ExtKeyUsage) func([][]byte, [][]*x509.Certificate) error {
-	return func(rawCerts [][]byte, _ [][]*x509.Certificate) error {
-		if len(rawCerts) == 0 {
+// names offered, and reported. It is a VerifyConnection, not a
+// VerifyPeerCertificate, because Go calls the latter only on full
+// handshakes: a session resumed from a ticket would skip it.
+func (t *TLS) verifyPeer(direction, remote string, usage x509.ExtKeyUsage) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
 			return errors.New("the peer sent no certificate")
 		}
-		leaf, err := x509.ParseCertificate(rawCerts[0])
-		if err != nil {
-			return fmt.Errorf("the peer's certificate does not parse: %w", err)
-		}
+		leaf := cs.PeerCertificates[0]
 		inter := x509.NewCertPool()
-		for _, raw := range rawCerts[1:] {
-			if c, err := x509.ParseCertificate(raw); err == nil {
-				inter.AddCert(c)
-			}
+		for _, c := range cs.PeerCertificates[1:] {
+			inter.AddCert(c)
 		}
 		roots := t.ca.Load()
 		if roots == nil {

@@ -281,7 +281,7 @@ func TestBadFilesKeepTheOldOne(t *testing.T) {
 	if _, err := client.LoadCA([][]byte{ca.PEM}); err != nil {
 		t.Fatal(err)
 	}
-	if err := handshake(t, srvAddr, handshakes, client); err != nil {
+	if err := handshake(t, srvAddr, handshakes, client.InternalClientConfig()); err != nil {
 		t.Errorf("a peer of the CA in force after a bad CA file: %v", err)
 	}
 
@@ -360,12 +360,12 @@ func TestAddRefusesBadFiles(t *testing.T) {
 	}
 }
 
-// handshake dials addr with client's internal-port configuration and
+// handshake dials addr with client (an internal-port configuration) and
 // returns the server's verdict on the handshake (in TLS 1.3 a client
 // learns of the refusal of its certificate only when it reads).
-func handshake(t *testing.T, addr string, verdicts <-chan error, client *reload.TLS) error {
+func handshake(t *testing.T, addr string, verdicts <-chan error, client *tls.Config) error {
 	t.Helper()
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, client.InternalClientConfig())
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, client)
 	if err != nil {
 		// This side refused the server, or the server refused us early.
 		select {
@@ -414,11 +414,11 @@ func TestPeerNamesOnTheInternalPort(t *testing.T) {
 	addr, verdicts := serve(t, server.InternalServerConfig())
 
 	member := material(ca, "kvnode-1.kvnode-peers.default.svc.cluster.local")
-	if err := handshake(t, addr, verdicts, member); err != nil {
+	if err := handshake(t, addr, verdicts, member.InternalClientConfig()); err != nil {
 		t.Fatalf("a member with an allowed name: %v", err)
 	}
 	intruder := material(ca, "billing.default.svc.cluster.local")
-	if err := handshake(t, addr, verdicts, intruder); err == nil || !strings.Contains(err.Error(), "--peer-names") {
+	if err := handshake(t, addr, verdicts, intruder.InternalClientConfig()); err == nil || !strings.Contains(err.Error(), "--peer-names") {
 		t.Errorf("a certificate of the same CA for another name: %v, want a refusal naming --peer-names", err)
 	}
 	if !tap.Seen("n", "refused a peer's certificate", "reason=name", "direction=inbound", "billing.default.svc.cluster.local", "remote=127.0.0.1:") {
@@ -428,7 +428,7 @@ func TestPeerNamesOnTheInternalPort(t *testing.T) {
 	// the log says it once a minute.
 	before := obs.refusals("name")
 	for range 3 {
-		if err := handshake(t, addr, verdicts, intruder); err == nil {
+		if err := handshake(t, addr, verdicts, intruder.InternalClientConfig()); err == nil {
 			t.Fatal("the intruder was let in on a later try")
 		}
 	}
@@ -444,11 +444,11 @@ func TestPeerNamesOnTheInternalPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = cnOnly.LoadCA([][]byte{ca.PEM})
-	if err := handshake(t, addr, verdicts, cnOnly); err == nil {
+	if err := handshake(t, addr, verdicts, cnOnly.InternalClientConfig()); err == nil {
 		t.Error("a certificate with the allowed name only as its common name was let in")
 	}
 	stranger := material(other, "kvnode-3.kvnode-peers.default.svc.cluster.local")
-	if err := handshake(t, addr, verdicts, stranger); err == nil || !strings.Contains(err.Error(), "not from the cluster's CA") {
+	if err := handshake(t, addr, verdicts, stranger.InternalClientConfig()); err == nil || !strings.Contains(err.Error(), "not from the cluster's CA") {
 		t.Errorf("a certificate of another CA: %v, want a refusal for its CA", err)
 	}
 	if n := obs.refusals("name"); n < 2 {
@@ -462,7 +462,7 @@ func TestPeerNamesOnTheInternalPort(t *testing.T) {
 	impostor := material(ca, "billing.default.svc.cluster.local")
 	impostorAddr, impostorVerdicts := serve(t, impostor.InternalServerConfig())
 	before = obs.refusals("name")
-	if err := handshake(t, impostorAddr, impostorVerdicts, member); err == nil {
+	if err := handshake(t, impostorAddr, impostorVerdicts, member.InternalClientConfig()); err == nil {
 		t.Error("a member completed a handshake with a server whose name --peer-names does not allow")
 	}
 	if !tap.Seen("n", "refused a peer's certificate", "direction=outbound", "billing.default.svc.cluster.local") || obs.refusals("name") <= before {
@@ -472,7 +472,8 @@ func TestPeerNamesOnTheInternalPort(t *testing.T) {
 
 // TestCARotation: the CA is read at every handshake: after the CA file
 // changes to another CA, a peer of the old CA is refused and one of the
-// new is let in, without a restart.
+// new is let in, without a restart; a dialling member's configuration
+// presents the certificate loaded last.
 func TestCARotation(t *testing.T) {
 	oldCA, newCA := nodetest.NewCA(t, "old CA"), nodetest.NewCA(t, "new CA")
 	dir := t.TempDir()
@@ -505,10 +506,12 @@ func TestCARotation(t *testing.T) {
 		return m
 	}
 	oldPeer, newPeer := peer(oldCA), peer(newCA)
-	if err := handshake(t, addr, verdicts, oldPeer); err != nil {
+	// The old peer's configuration is built once, as a member's is.
+	oldCfg := oldPeer.InternalClientConfig()
+	if err := handshake(t, addr, verdicts, oldCfg); err != nil {
 		t.Fatalf("a peer of the CA in force: %v", err)
 	}
-	if err := handshake(t, addr, verdicts, newPeer); err == nil {
+	if err := handshake(t, addr, verdicts, newPeer.InternalClientConfig()); err == nil {
 		t.Fatal("a peer of a CA not yet in force was let in")
 	}
 	if err := os.WriteFile(caPath+".tmp", newCA.PEM, 0o600); err != nil {
@@ -518,10 +521,19 @@ func TestCARotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitfor.Cond(t, 5*time.Second, "a peer of the new CA to be let in", func() bool {
-		return handshake(t, addr, verdicts, newPeer) == nil
+		return handshake(t, addr, verdicts, newPeer.InternalClientConfig()) == nil
 	})
-	if err := handshake(t, addr, verdicts, oldPeer); err == nil {
+	if err := handshake(t, addr, verdicts, oldCfg); err == nil {
 		t.Error("a peer of the old CA is still let in after the CA changed")
+	}
+	// The dialling side reloads too: the old peer gets a certificate of
+	// the new CA, and the same configuration presents it.
+	c, k = issue(t, newCA, "localhost")
+	if _, err := oldPeer.LoadCertificate([][]byte{c, k}); err != nil {
+		t.Fatal(err)
+	}
+	if err := handshake(t, addr, verdicts, oldCfg); err != nil {
+		t.Errorf("the old peer with its reloaded certificate, same configuration: %v", err)
 	}
 }
 

@@ -261,7 +261,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	logger.Info("kvnode started", "name", cfg.Name, "version", cfg.Version, "rest", n.restURL,
 		"http", n.httpLn.Addr().String(), "internal", advInternal, "gossip", n.cluster.LocalAddr(),
 		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join,
-		"security", n.auth != nil, "pprof", cfg.PprofAddr, "metrics", cfg.MetricsAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
+		"security", n.auth != nil, "pprof", cfg.PprofAddr, "metrics", cfg.MetricsAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "peer_names", cfg.PeerNames, "gossip_encrypted", secret != nil)
 	return n, nil
 }
 

@@ -31,9 +31,9 @@ import (
 // per data dir format (testdata/golden-datadir/v<format>/), each with the
 // manifest of what it holds. TestGoldenDataDirs starts today's code on
 // every set, so a change that leaves a member unable to open a data dir an
-// older release wrote fails here. A new format (datadir.Format raised, or
-// a new command or snapshot version) adds a set with -update-golden and
-// keeps the old ones:
+// older release wrote fails here. A new data dir format (datadir.Format
+// raised) adds a set with -update-golden and keeps the old ones (command
+// and snapshot versions have their own golden files, in fsm/codec and fsm):
 //
 //	go test ./node -run TestWriteGoldenDataDir -update-golden
 var updateGolden = flag.Bool("update-golden", false, "write the golden data dirs of the current format (testdata/golden-datadir/v<format>)")
@@ -95,6 +95,10 @@ const goldenArchive = "datadirs.tar.gz"
 func TestWriteGoldenDataDir(t *testing.T) {
 	if !*updateGolden {
 		t.Skip("the generator of testdata/golden-datadir: run with -update-golden")
+	}
+	out := filepath.Join(goldenDataDirs, fmt.Sprintf("v%d", datadir.Format))
+	if _, err := os.Stat(out); err == nil {
+		t.Fatalf("%s exists: a set of golden data dirs is never rewritten (it is what that format's release wrote); a new format gets a new set", out)
 	}
 	const snapshotThreshold = 100
 	ip := nodetest.New(t)
@@ -236,7 +240,6 @@ func TestWriteGoldenDataDir(t *testing.T) {
 	}
 	checkGoldenShape(t, dirs)
 
-	out := filepath.Join(goldenDataDirs, fmt.Sprintf("v%d", datadir.Format))
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}

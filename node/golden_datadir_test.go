@@ -316,7 +316,7 @@ func checkGoldenSet(t *testing.T, set string) {
 	}
 	// The data dir was upgraded in place to today's format.
 	for name, dir := range dirs {
-		if v, err := datadir.CheckFormat(dir); err != nil || v != datadir.Format {
+		if v, _, err := datadir.CheckFormat(dir); err != nil || v != datadir.Format {
 			t.Errorf("%s's data dir after start: format %d, %v; want %d", name, v, err, datadir.Format)
 		}
 	}
@@ -681,4 +681,36 @@ func extractGoldenArchive(t *testing.T, archive, base string, members []string) 
 		}
 	}
 	return dirs
+}
+
+// TestDataDirWithoutFormatFile: data dirs of releases before the format
+// file existed have none; a member opens one with its data, records
+// today's format and says so once (and nothing of the kind at a first
+// start).
+func TestDataDirWithoutFormatFile(t *testing.T) {
+	logs := &nodetest.LogTap{}
+	ip := nodetest.New(t)
+	ip.Logger = logs.Logger
+	n := ip.Start("a", 1)
+	ip.Leader()
+	nodetest.MustCall(t, n, "POST", "/management/v1/regions", `{"name":"r","type":"REPLICATE"}`, 201)
+	nodetest.MustCall(t, n, "PUT", "/kv/v1/r/k", `{"v":"before"}`, 200)
+	dir := n.Config().DataDir
+	ip.Stop("a", false)
+	if err := os.Remove(filepath.Join(dir, datadir.FormatFile)); err != nil {
+		t.Fatal(err)
+	}
+
+	n = ip.Start("a", 1)
+	ip.Leader()
+	if got := nodetest.MustCall(t, n, "GET", "/kv/v1/r/k", "", 200); got.Body != `{"v":"before"}` {
+		t.Errorf("after the upgrade: k = %s", got.Body)
+	}
+	if v, _, err := datadir.CheckFormat(dir); err != nil || v != datadir.Format {
+		t.Errorf("format after the start: %d, %v; want %d", v, err, datadir.Format)
+	}
+	want := fmt.Sprintf("from=0 to=%d", datadir.Format)
+	if got := logs.Matching("a", "data dir upgraded in place"); len(got) != 1 || !strings.Contains(got[0], want) {
+		t.Errorf("lines about the upgrade: %q, want one saying %s (none for the first start)", got, want)
+	}
 }

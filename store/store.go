@@ -194,7 +194,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	// The format first: a dir a newer kvnode wrote is refused before
 	// anything in it is read or written.
-	format, err := datadir.CheckFormat(cfg.DataDir)
+	format, used, err := datadir.CheckFormat(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,10 @@ func New(cfg Config) (*Store, error) {
 		if err := datadir.RecordFormat(cfg.DataDir); err != nil {
 			return nil, err
 		}
-		cfg.Logger.Info("data dir format recorded", "dir", cfg.DataDir, "from", format, "to", datadir.Format)
+		if used {
+			// 0: a dir of a release before the format file (format 1 or 2).
+			cfg.Logger.Info("data dir upgraded in place", "dir", cfg.DataDir, "from", format, "to", datadir.Format)
+		}
 	}
 	s := &Store{
 		cfg:     cfg,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,27 +38,36 @@ var ErrNewerFormat = errors.New("data dir written by a newer kvnode")
 
 // CheckFormat reads the format recorded in data dir dir: 0 when there is
 // none (a new dir, or one written before the format file existed, format 1
-// or 2). It refuses a dir of a format newer than this build's: what a
-// newer build wrote, this one may misread, and an older member has no way
-// to tell which of its files it must leave alone.
-func CheckFormat(dir string) (int, error) {
+// or 2); used reports whether the dir holds a member's state already (its
+// node-name or Raft state), to tell an upgrade from a first start. It
+// refuses a dir of a format newer than this build's: what a newer build
+// wrote, this one may misread, and an older member has no way to tell
+// which of its files it must leave alone.
+func CheckFormat(dir string) (recorded int, used bool, err error) {
+	for _, name := range []string{NodeNameFile, RaftDir} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			used = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return 0, false, fmt.Errorf("data dir %s: %w", dir, err)
+		}
+	}
 	path := filepath.Join(dir, FormatFile)
 	data, err := durable.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return 0, used, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", path, err)
+		return 0, used, fmt.Errorf("read %s: %w", path, err)
 	}
 	v, err := parseFormat(data)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s %v; it records the data dir's format version: if the dir was last used by this build, write %d and a newline into it", ErrDamaged, path, err, Format)
+		return 0, used, fmt.Errorf("%w: %s %v; it records the data dir's format version: if the dir was last used by this build, write %d and a newline into it", ErrDamaged, path, err, Format)
 	}
 	if v > Format {
-		return v, fmt.Errorf("%w: %s is of format %d, this build reads formats up to %d; downgrade is not supported: run a kvnode that reads format %d, or start this one with an empty --data-dir and let it get its data from the cluster (or a backup)",
+		return v, used, fmt.Errorf("%w: %s is of format %d, this build reads formats up to %d; downgrade is not supported: run a kvnode that reads format %d, or start this one with an empty --data-dir and let it get its data from the cluster (or a backup)",
 			ErrNewerFormat, dir, v, Format, v)
 	}
-	return v, nil
+	return v, used, nil
 }
 
 // RecordFormat records, durably, that data dir dir is of this build's

@@ -13,8 +13,14 @@ import (
 // readable and is upgraded by recording the current one.
 func TestFormatRecordedAndRead(t *testing.T) {
 	dir := t.TempDir()
-	if v, err := CheckFormat(dir); err != nil || v != 0 {
-		t.Fatalf("new dir: format %d, %v; want 0, nil", v, err)
+	if v, used, err := CheckFormat(dir); err != nil || v != 0 || used {
+		t.Fatalf("new dir: format %d, used %t, %v; want 0, false, nil", v, used, err)
+	}
+	if err := Claim(dir, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if v, used, err := CheckFormat(dir); err != nil || v != 0 || !used {
+		t.Fatalf("claimed dir without a format: format %d, used %t, %v; want 0, true, nil", v, used, err)
 	}
 	if err := RecordFormat(dir); err != nil {
 		t.Fatal(err)
@@ -23,7 +29,7 @@ func TestFormatRecordedAndRead(t *testing.T) {
 	if err != nil || string(data) != "2\n" {
 		t.Fatalf("format file = %q, %v; want \"2\\n\"", data, err)
 	}
-	if v, err := CheckFormat(dir); err != nil || v != Format {
+	if v, _, err := CheckFormat(dir); err != nil || v != Format {
 		t.Fatalf("after recording: format %d, %v; want %d", v, err, Format)
 	}
 
@@ -31,7 +37,7 @@ func TestFormatRecordedAndRead(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(old, FormatFile), []byte("1\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := CheckFormat(old); err != nil || v != 1 {
+	if v, _, err := CheckFormat(old); err != nil || v != 1 {
 		t.Fatalf("format-1 dir: %d, %v; want 1, nil", v, err)
 	}
 }
@@ -44,7 +50,7 @@ func TestNewerFormatRefused(t *testing.T) {
 	if err := os.WriteFile(path, []byte("3\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	_, err := CheckFormat(dir)
+	_, _, err := CheckFormat(dir)
 	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "downgrade is not supported") ||
 		!strings.Contains(err.Error(), "format 3") {
 		t.Fatalf("format 3: %v; want ErrNewerFormat saying downgrade is not supported", err)
@@ -61,7 +67,7 @@ func TestDamagedFormatRefused(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, FormatFile), []byte(content), 0o640); err != nil {
 			t.Fatal(err)
 		}
-		_, err := CheckFormat(dir)
+		_, _, err := CheckFormat(dir)
 		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), FormatFile) {
 			t.Errorf("format file %q: %v; want ErrDamaged naming the file", content, err)
 		}

@@ -483,21 +483,53 @@ func waitIndexBuilt(t *testing.T, nodes []*node.Node, r string, ix goldenIndex, 
 		return
 	}
 	for _, n := range nodes {
-		f, err := n.Store().Router().ControlState()
+		control, err := n.Store().Router().ControlState()
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, ok := f.RegionID(r)
+		info, ok := control.Region(r)
 		if !ok {
 			t.Fatalf("%s: region %s is not defined", n.Name(), r)
 		}
-		info, _ := f.Region(r)
-		if info.Kind != region.Replicate {
-			continue // a partitioned region's index lives in its groups
+		if info.Kind == region.Replicate {
+			id, _ := control.RegionID(r)
+			waitfor.Cond(t, 30*time.Second, fmt.Sprintf("%s: index %s to cover %d entries", n.Name(), ix.Name, want), func() bool {
+				return control.IndexLen(r, id, ix.Name) == want
+			})
+			continue
 		}
-		waitfor.Cond(t, 30*time.Second, fmt.Sprintf("%s: index %s to cover %d entries", n.Name(), ix.Name, want), func() bool {
-			return f.IndexLen(r, id, ix.Name) == want
+		// A partitioned region's index lives in each partition group: the
+		// replicas this member hosts cover their groups' entries, and every
+		// group is hosted somewhere.
+		p, err := n.Store().Router().PartitionCount(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Cond(t, 30*time.Second, fmt.Sprintf("index %s to cover %d entries over the partition groups", ix.Name, want), func() bool {
+			covered := 0
+			for gid := uint64(1); gid <= uint64(p); gid++ {
+				var part int
+				found := false
+				for _, m := range nodes {
+					f, err := m.Store().Router().LocalPart(t.Context(), gid, region.Stale)
+					if err != nil {
+						continue
+					}
+					id, ok := f.RegionID(r)
+					if !ok {
+						return false
+					}
+					part, found = f.IndexLen(r, id, ix.Name), true
+					break
+				}
+				if !found {
+					return false
+				}
+				covered += part
+			}
+			return covered == want
 		})
+		return // the groups were checked wherever they are hosted
 	}
 }
 

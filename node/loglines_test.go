@@ -70,6 +70,11 @@ func TestLifecycleLogLines(t *testing.T) {
 	waitfor.Cond(t, 20*time.Second, "d to be in the control group", func() bool {
 		return nodetest.View(t, leader).Suffrage("d") != ""
 	})
+	// Gossip says who joined and which release it runs (a rolling
+	// upgrade's progress).
+	if got := logs.Matching(L, "member alive", "member=d ", "version="+d.Config().Version); d.Config().Version == "" || len(got) == 0 {
+		t.Errorf("the leader did not log d alive with its version %q", d.Config().Version)
+	}
 	// One line per attempt: once, unless an attempt failed (and said so).
 	adding := logs.Matching(L, "group=0 ", "adding member to the control group as non-voter", "member=d ")
 	if failed := logs.Matching(L, "add non-voter failed", "member=d "); len(adding) != 1+len(failed) {

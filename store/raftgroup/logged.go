@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/kvnode/kvnode/fsm"
 )
 
 // A group logs each snapshot it writes and each restore of its state
@@ -65,6 +67,12 @@ func (s *loggedSink) Cancel() error {
 	s.done = true
 	return s.SnapshotSink.Cancel()
 }
+
+// Open wraps whichever state machine observed returns: both batch.
+var (
+	_ raft.BatchingFSM = (*fsm.FSM)(nil)
+	_ raft.BatchingFSM = (*observedFSM)(nil)
+)
 
 // loggedRestore logs each restore of the group's state machine from a
 // snapshot: at start from the newest one on disk, or one the leader sent.

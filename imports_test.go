@@ -140,6 +140,9 @@ func TestImportRules(t *testing.T) {
 		// A node's metrics know Prometheus and nothing of kvnode: the
 		// packages they observe declare the interfaces, node wires them.
 		"metrics": {module, raftPkg, memberlistPkg, echoPkg},
+		// Files kept in force and the TLS that reads them: files, TLS and
+		// slog only; node wires them to listeners, auth and metrics.
+		"internal/reload": {module, raftPkg, memberlistPkg, echoPkg, promPkg},
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)

@@ -98,9 +98,9 @@ func (r *rpcServer) snapshotRPC(w http.ResponseWriter, req *http.Request) {
 // snapshot fetches group gid's snapshot from the member at addr into the
 // writer open gives.
 func (c *rpcClient) snapshot(ctx context.Context, addr string, gid uint64, open func() (io.Writer, error)) (uint64, error) {
-	resp, err := c.openStream(ctx, addr, groupRPCPath(gid, "snapshot"), nil)
+	resp, err := c.Open(ctx, addr, groupRPCPath(gid, "snapshot"), nil)
 	if err != nil {
-		return 0, err
+		return 0, readRPCErr(ctx, err)
 	}
 	defer resp.Body.Close()
 	term, err := strconv.ParseUint(resp.Header.Get(headerTerm), 10, 64)

@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
+	"github.com/kvnode/kvnode/store/datadir"
 )
 
 // TestRestoreAndRecoverCommands: restore verifies the whole archive
@@ -87,6 +88,9 @@ func TestRestoreAndRecoverCommands(t *testing.T) {
 	}
 	if name, err := os.ReadFile(filepath.Join(dir, "node-name")); err != nil || string(name) != "r\n" {
 		t.Errorf("restored node-name %q, %v", name, err)
+	}
+	if v, _, err := datadir.CheckFormat(dir); err != nil || v != datadir.Format {
+		t.Errorf("restored data dir of format %d (%v), want %d", v, err, datadir.Format)
 	}
 
 	// recover: --yes first; then on the stopped member.

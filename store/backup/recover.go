@@ -47,6 +47,15 @@ func Recover(o RecoverOptions) (*Report, error) {
 	if _, err := os.Stat(datadir.GroupDir(o.DataDir, 0)); err != nil {
 		return nil, fmt.Errorf("recover: %s holds no control group: %w", o.DataDir, err)
 	}
+	// Recover reads the log where this build's format keeps it: a dir of
+	// an older format (entries still in each group's raft.db) is upgraded
+	// by a start of this build first; a newer one is not this build's to
+	// rewrite.
+	if format, _, err := datadir.CheckFormat(o.DataDir); err != nil {
+		return nil, fmt.Errorf("recover refused: %w", err)
+	} else if format != datadir.Format {
+		return nil, fmt.Errorf("recover refused: %s records data dir format %d, this build's is %d: start the member once with this build (it upgrades the dir in place), stop it, then recover", o.DataDir, format, datadir.Format)
+	}
 	// The control group's stable store is locked while a member runs: a
 	// clear refusal before anything is read or changed.
 	st, err := openStable(filepath.Join(datadir.GroupDir(o.DataDir, 0), raftDBFile))

@@ -110,6 +110,9 @@ func restore(o RestoreOptions, m *archive.Manifest) (*Report, error) {
 	if err := datadir.Claim(o.DataDir, o.Name); err != nil {
 		return nil, err
 	}
+	if err := datadir.RecordFormat(o.DataDir); err != nil {
+		return nil, err
+	}
 	if err := durable.MkdirAll(filepath.Join(o.DataDir, datadir.RaftDir), 0o750); err != nil {
 		return nil, err
 	}

@@ -57,6 +57,21 @@ func TestOfflineRefusals(t *testing.T) {
 			_, err := Recover(RecoverOptions{DataDir: member})
 			return err
 		}, "holds no control group"},
+		{"recover: a dir of another format", func() error {
+			older := filepath.Join(dir, "older")
+			for _, d := range []string{filepath.Join(older, "raft", "g0")} {
+				if err := os.MkdirAll(d, 0o750); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name, text := range map[string]string{"node-name": "a\n", "format": "1\n"} {
+				if err := os.WriteFile(filepath.Join(older, name), []byte(text), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := Recover(RecoverOptions{DataDir: older})
+			return err
+		}, "start the member once with this build"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.run()

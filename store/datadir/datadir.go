@@ -17,6 +17,7 @@ import (
 
 // The layout of a data dir:
 //
+//	format             the dir's format version (format.go), and a newline
 //	node-name          the name of the member that owns the dir, and a newline
 //	raft/wal/          the Raft log of every group (package store/raftlog)
 //	raft/g0/           the control group: raft.db (its term and vote), snapshots/

@@ -36,7 +36,7 @@ func (r *Router) Snapshot(ctx context.Context, gid uint64, open func() (io.Write
 				if err != nil {
 					return 0, err
 				}
-				return writeSnapshot(g, w)
+				return writeSnapshot(g, w, nil)
 			}
 			if !errors.Is(err, errLagging) {
 				return 0, err
@@ -50,15 +50,19 @@ func (r *Router) Snapshot(ctx context.Context, gid uint64, open func() (io.Write
 	})
 }
 
-// writeSnapshot writes g's state machine's snapshot to w; the term is
-// read first, so it is at least that of every entry the snapshot holds.
-func writeSnapshot(g *raftgroup.Group, w io.Writer) (uint64, error) {
-	term := g.Raft().CurrentTerm()
+// writeSnapshot writes g's state machine's snapshot to w, telling head
+// (when set) the group's term before the first byte. The term is read once
+// the snapshot is cloned, so it is at least that of every entry in it.
+func writeSnapshot(g *raftgroup.Group, w io.Writer, head func(term uint64)) (uint64, error) {
 	snap, err := g.FSM().Snapshot()
 	if err != nil {
 		return 0, err
 	}
 	defer snap.Release()
+	term := g.Raft().CurrentTerm()
+	if head != nil {
+		head(term)
+	}
 	if err := snap.Persist(&writerSink{w: w}); err != nil {
 		return 0, err
 	}
@@ -86,11 +90,11 @@ func (r *rpcServer) snapshotRPC(w http.ResponseWriter, req *http.Request) {
 	if !r.readable(ctx, w, g, false) {
 		return
 	}
-	w.Header().Set(headerTerm, strconv.FormatUint(g.Raft().CurrentTerm(), 10))
 	w.Header().Set("Content-Type", "application/octet-stream")
+	head := func(term uint64) { w.Header().Set(headerTerm, strconv.FormatUint(term, 10)) }
 	// An error before the first byte is an answer; after it, a cut stream,
 	// which the caller refuses (the snapshot ends with its checksum).
-	if _, err := writeSnapshot(g, w); err != nil {
+	if _, err := writeSnapshot(g, w, head); err != nil {
 		rpcCodes.WriteError(w, err)
 	}
 }

@@ -105,6 +105,10 @@ func TestImportRules(t *testing.T) {
 		"store/raftlog":   {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/datadir":   {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"store/reconcile": {only(module + "/store"), module + "/rest", module + "/oql", echoPkg},
+		// Backups: taken through the Router's interface, restored offline.
+		"store/backup": {only(module + "/store"), module + "/store/raftgroup", module + "/store/transport", module + "/store/reconcile", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
+		// The backup file's format: bytes and a manifest, nothing of kvnode.
+		"backup/archive":  {module},
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
 		// The web console: a page and its files, which reach the cluster

@@ -227,6 +227,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:          logger.With("component", "rest"),
 		Metrics:         n.metrics.Handler(false), // the REST server compresses
 		Observer:        n.metrics.HTTP(),
+		Backup:          n.serveBackup(cfg, logger.With("component", "backup")),
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),

@@ -229,3 +229,18 @@ func Drop(dir string) error {
 	}
 	return os.RemoveAll(dropped)
 }
+
+// Owner returns the name of the member that owns data dir dir, as its
+// node-name records it (tools that work on a stopped member's dir).
+func Owner(dir string) (string, error) {
+	path := filepath.Join(dir, NodeNameFile)
+	data, err := durable.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s is not a member's data dir: %w", dir, err)
+	}
+	name, err := parseNodeName(data)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %v", ErrDamaged, path, err)
+	}
+	return name, nil
+}

@@ -105,6 +105,10 @@ func TestImportRules(t *testing.T) {
 		"store/raftlog":   {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
 		"store/datadir":   {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"store/reconcile": {only(module + "/store"), module + "/rest", module + "/oql", echoPkg},
+		// Backups: taken through the Router's interface, restored offline.
+		"store/backup": {only(module + "/store"), module + "/store/raftgroup", module + "/store/transport", module + "/store/reconcile", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
+		// The backup file's format: bytes and a manifest, nothing of kvnode.
+		"backup/archive":  {module},
 		"store/raftgroup": {only(module + "/store"), module + "/cluster", module + "/rest", module + "/oql", module + "/partition", memberlistPkg, echoPkg},
 		"partition":       {raftPkg, memberlistPkg, echoPkg, module + "/store", module + "/fsm", module + "/cluster"},
 		// The web console: a page and its files, which reach the cluster
@@ -136,6 +140,9 @@ func TestImportRules(t *testing.T) {
 		// A node's metrics know Prometheus and nothing of kvnode: the
 		// packages they observe declare the interfaces, node wires them.
 		"metrics": {module, raftPkg, memberlistPkg, echoPkg},
+		// Files kept in force and the TLS that reads them: files, TLS and
+		// slog only; node wires them to listeners, auth and metrics.
+		"internal/reload": {module, raftPkg, memberlistPkg, echoPkg, promPkg},
 	}
 	for pkg, list := range deps {
 		r := rel(pkg)

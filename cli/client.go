@@ -121,6 +121,9 @@ type request struct {
 	Path   string // /kv/v1/...; its segments already escaped
 	Query  url.Values
 	Body   []byte
+	// Stream, when set, reads a 2xx answer's body as it arrives (a
+	// backup) instead of it being read whole; Body is then empty.
+	Stream func(h http.Header, body io.Reader) error
 }
 
 // response is a 2xx answer, read whole.
@@ -161,6 +164,9 @@ func (c *client) send(ctx context.Context, base *url.URL, req request) (*respons
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.Path, err)
 	}
 	hreq.Header.Set("Accept", "application/json")
+	if req.Stream != nil {
+		hreq.Header.Set("Accept", "application/octet-stream, application/json")
+	}
 	if req.Body != nil {
 		hreq.Header.Set("Content-Type", "application/json")
 	}
@@ -176,6 +182,12 @@ func (c *client) send(ctx context.Context, base *url.URL, req request) (*respons
 		return nil, fmt.Errorf("%s %s on %s: %w", req.Method, req.Path, base.Redacted(), err)
 	}
 	defer hresp.Body.Close()
+	if req.Stream != nil && hresp.StatusCode >= 200 && hresp.StatusCode <= 299 {
+		if err := req.Stream(hresp.Header, hresp.Body); err != nil {
+			return nil, fmt.Errorf("%s %s on %s: %w", req.Method, req.Path, base.Redacted(), err)
+		}
+		return &response{Status: hresp.StatusCode, Header: hresp.Header}, nil
+	}
 	data, err := io.ReadAll(hresp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s on %s: reading the answer: %w", req.Method, req.Path, base.Redacted(), err)

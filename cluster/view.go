@@ -113,13 +113,13 @@ func (v *view) apply(n *memberlist.Node, alive bool) {
 	switch {
 	case !changed:
 	case statusChanged && m.Status == StatusAlive:
-		v.log.Info("member alive", "member", m.Name, "addr", m.GossipAddr, "rest", m.RESTURL, "internal", m.InternalAddr)
+		v.log.Info("member alive", "member", m.Name, "addr", m.GossipAddr, "rest", m.RESTURL, "internal", m.InternalAddr, "version", m.Version)
 	case statusChanged && m.Status == StatusFailed:
 		v.log.Warn("member failed", "member", m.Name, "addr", m.GossipAddr)
 	case statusChanged:
 		v.log.Info("member left", "member", m.Name, "addr", m.GossipAddr)
 	default:
-		v.log.Info("member updated", "member", m.Name, "addr", m.GossipAddr, "rest", m.RESTURL, "internal", m.InternalAddr)
+		v.log.Info("member updated", "member", m.Name, "addr", m.GossipAddr, "rest", m.RESTURL, "internal", m.InternalAddr, "version", m.Version)
 	}
 }
 

@@ -53,6 +53,9 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("header: %w", err)
 	}
+	if version > snapshotVersion {
+		return nil, 0, fmt.Errorf("format version %d was written by a newer kvnode (this build reads versions %d and %d): upgrade this member", version, snapshotV1, snapshotVersion)
+	}
 	if version != snapshotV1 && version != snapshotVersion {
 		return nil, 0, fmt.Errorf("format version %d is not supported (this build reads versions %d and %d)", version, snapshotV1, snapshotVersion)
 	}

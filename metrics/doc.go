@@ -9,7 +9,9 @@
 //   - the instruments the rest of the node reports to as things happen:
 //     HTTP requests by route template (HTTP, the rest.Observer), one Raft
 //     group's timings and events (Group, the raftgroup.Observer), queries,
-//     function executions and failed logins;
+//     function executions, failed logins, the reloads of a member's files
+//     and the peer certificates its internal port refuses (the
+//     internal/reload Observer);
 //   - what is read only when Prometheus scrapes (collect.go): every Raft
 //     group's state, term and indexes, the entries and bytes of each
 //     region, gossip members and health, the data dir's free space. These

@@ -143,6 +143,10 @@ func fed(t *testing.T) *metrics.Registry {
 	r.QueryDone(time.Second, 0, errors.New("boom"))
 	r.FunctionDone("RegionSize", metrics.FunctionOK, time.Millisecond)
 	r.FunctionDone("RegionSize", metrics.FunctionTimeout, time.Second)
+	r.Reloaded("tls", nil)
+	r.Reloaded("security", nil)
+	r.Reloaded("security", errors.New("bad file"))
+	r.PeerRefused("name")
 	return r
 }
 
@@ -236,4 +240,44 @@ func BenchmarkObserveRequest(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// TestReloadMetrics: loads count per file, a refused file counts as a
+// failure without touching the time of the last success, and refused
+// peer certificates count by reason, both reasons present from the start.
+func TestReloadMetrics(t *testing.T) {
+	r := metrics.New(metrics.Options{})
+	s := promtest.Parse(t, scrape(t, r))
+	for _, reason := range []string{"ca", "name"} {
+		if v, found := s.Get("kvnode_peer_certificates_refused_total", map[string]string{"reason": reason}); !found || v != 0 {
+			t.Errorf("kvnode_peer_certificates_refused_total{reason=%s} at start = %v (found %v), want 0", reason, v, found)
+		}
+	}
+	start := float64(time.Now().Unix())
+	r.Reloaded("tls", nil)
+	r.Reloaded("tls", nil)
+	r.Reloaded("tls", errors.New("key does not match"))
+	r.PeerRefused("name")
+	r.PeerRefused("name")
+	r.PeerRefused("ca")
+	body := scrape(t, r)
+	promtest.Check(t, body)
+	s = promtest.Parse(t, body)
+	for _, c := range []struct {
+		name  string
+		match map[string]string
+		want  float64
+	}{
+		{"kvnode_reload_successes_total", map[string]string{"file": "tls"}, 2},
+		{"kvnode_reload_failures_total", map[string]string{"file": "tls"}, 1},
+		{"kvnode_peer_certificates_refused_total", map[string]string{"reason": "name"}, 2},
+		{"kvnode_peer_certificates_refused_total", map[string]string{"reason": "ca"}, 1},
+	} {
+		if v, _ := s.Get(c.name, c.match); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.match, v, c.want)
+		}
+	}
+	if v, _ := s.Get("kvnode_reload_last_success_timestamp_seconds", map[string]string{"file": "tls"}); v < start || v > float64(time.Now().Unix()+1) {
+		t.Errorf("kvnode_reload_last_success_timestamp_seconds{file=tls} = %v, want the time of the last load (after %v)", v, start)
+	}
 }

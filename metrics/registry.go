@@ -34,6 +34,7 @@ type Registry struct {
 	raft      raftVecs
 	queries   queryMetrics
 	functions functionMetrics
+	reload    reloadMetrics
 
 	groupsMu sync.Mutex
 	groups   map[uint64]*Group
@@ -54,6 +55,7 @@ func New(o Options) *Registry {
 	r.raft = newRaftVecs()
 	r.queries = newQueryMetrics()
 	r.functions = newFunctionMetrics()
+	r.reload = newReloadMetrics()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help:        "Always 1; the labels say which kvnode and Go built this node.",
@@ -70,6 +72,7 @@ func New(o Options) *Registry {
 	r.raft.register(r.reg)
 	r.queries.register(r.reg)
 	r.functions.register(r.reg)
+	r.reload.register(r.reg)
 	return r
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/function"
+	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store/raftgroup"
@@ -62,7 +63,12 @@ type Config struct {
 	TLSCert         string
 	TLSKey          string
 	TLSCA           string
-	GossipKey       string
+	// PeerNames, with mutual TLS on the internal port (TLSCA), are the
+	// DNS names or one-label wildcard patterns (*.peers.example.com) a
+	// peer's certificate must carry one of (package reload's PeerNames);
+	// empty allows any certificate the CA signed.
+	PeerNames []string
+	GossipKey string
 	// PprofAddr, when set, is a debug listener serving /debug/pprof/
 	// (without authentication: keep it on loopback).
 	PprofAddr string
@@ -228,6 +234,14 @@ func (c Config) Validate() error {
 	}
 	if c.MaxQueryRows <= 0 {
 		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))
+	}
+	if len(c.PeerNames) > 0 {
+		if c.TLSCA == "" {
+			errs = append(errs, errors.New("--peer-names needs --tls-ca (with --tls-cert and --tls-key): names are checked in the internal port's mutual TLS, which is off without a CA"))
+		}
+		if _, err := reload.ParsePeerNames(c.PeerNames); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := rest.ValidateCORSOrigins(c.CORSOrigins); err != nil {
 		errs = append(errs, fmt.Errorf("--cors-origins: %w", err))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/metrics"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
@@ -42,9 +43,10 @@ type Node struct {
 	metrics    *metrics.Registry
 	metricsSrv *metricsServer
 	// tls is the node's TLS (nil parts: plain); auth its security file
-	// (nil: security off).
+	// (nil: security off); files keeps both in force as they change.
 	tls      tlsSetup
 	auth     *auth.Authenticator
+	files    *reload.Watcher
 	store    *store.Store
 	regions  *regions.API
 	queries  *query.Engine
@@ -89,17 +91,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	}()
 
-	if n.tls, err = loadTLS(cfg); err != nil {
+	if n.files, err = n.loadFiles(cfg); err != nil {
 		return nil, err
 	}
+	cleanup = append(cleanup, func() { _ = n.files.Close() })
 	secret, err := gossipKey(cfg)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.SecurityFile != "" {
-		if n.auth, err = auth.Load(cfg.SecurityFile); err != nil {
-			return nil, fmt.Errorf("--security-file: %w", err)
-		}
 	}
 	internalLn, err := net.Listen("tcp", cfg.InternalAddr)
 	if err != nil {
@@ -229,6 +227,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:          logger.With("component", "rest"),
 		Metrics:         n.metrics.Handler(false), // the REST server compresses
 		Observer:        n.metrics.HTTP(),
+		Backup:          n.serveBackup(cfg, logger.With("component", "backup")),
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
@@ -258,11 +257,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			}
 		}()
 	}
+	n.files.Start()
 	abs, _ := filepath.Abs(cfg.DataDir)
 	logger.Info("kvnode started", "name", cfg.Name, "version", cfg.Version, "rest", n.restURL,
 		"http", n.httpLn.Addr().String(), "internal", advInternal, "gossip", n.cluster.LocalAddr(),
 		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join,
-		"security", n.auth != nil, "pprof", cfg.PprofAddr, "metrics", cfg.MetricsAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "gossip_encrypted", secret != nil)
+		"security", n.auth != nil, "pprof", cfg.PprofAddr, "metrics", cfg.MetricsAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "peer_names", cfg.PeerNames, "gossip_encrypted", secret != nil)
 	return n, nil
 }
 
@@ -275,21 +275,6 @@ type data struct {
 	*query.Engine
 	*catalog.Catalog
 	metrics *metrics.Registry
-}
-
-// ReloadSecurity re-reads the security file (cmd/kvnode does on SIGHUP); a
-// file that does not load leaves the current one in force. The outcome is
-// logged as well as returned.
-func (n *Node) ReloadSecurity() error {
-	if n.auth == nil {
-		return errors.New("security is off: no --security-file to reload")
-	}
-	if err := n.auth.Reload(); err != nil {
-		n.logger.Error("reloading the security file failed; the previous one stays in force", "error", err)
-		return err
-	}
-	n.logger.Info("security file reloaded", "path", n.cfg.SecurityFile)
-	return nil
 }
 
 // Shutdown stops the node gracefully, as SIGTERM does, within
@@ -370,6 +355,9 @@ func (n *Node) shutdown(graceful bool) error {
 	}
 	if err := n.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close store: %w", err))
+	}
+	if err := n.files.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop watching files: %w", err))
 	}
 	if n.debug != nil {
 		n.debug.close()

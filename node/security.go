@@ -2,90 +2,86 @@ package node
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
+	"log/slog"
+
+	"github.com/kvnode/kvnode/auth"
+	"github.com/kvnode/kvnode/internal/reload"
 )
 
 // tlsSetup is the TLS of a node: the REST port's server side, and mutual
-// TLS on the internal port (both sides).
+// TLS on the internal port (both sides). The configurations read the
+// material in force at every handshake (package reload).
 type tlsSetup struct {
 	rest           *tls.Config // nil: plain HTTP
 	internalServer *tls.Config // nil: plain TCP
 	internalClient *tls.Config
 }
 
-// loadTLS reads --tls-cert, --tls-key and --tls-ca. The certificate serves
-// the REST port; with a CA it also authenticates this node on the internal
-// port, where every peer must present a certificate that CA signed.
+// loadFiles loads the files a node keeps in force while it serves
+// (--tls-cert and --tls-key, --tls-ca, --security-file) into n.tls and
+// n.auth, and returns the watcher that reloads them when they change on
+// disk and on SIGHUP (Node.Reload). A file that does not load fails the
+// start; later, it leaves the previous one in force.
 //
-// Peers are checked by chain, not by host name: members dial each other at
-// addresses gossip advertises (often IPs that change as pods move), so the
-// CA is the trust boundary, as in Consul's default.
-func loadTLS(cfg Config) (tlsSetup, error) {
-	var ts tlsSetup
+// The certificate serves the REST port; with a CA it also authenticates
+// this node on the internal port, where every peer must present a
+// certificate that CA signed and, with --peer-names, that names it so.
+// Peers are checked by chain and names, not by the address dialled:
+// members dial each other at addresses gossip advertises (often IPs that
+// change as pods move).
+func (n *Node) loadFiles(cfg Config) (*reload.Watcher, error) {
+	w := reload.NewWatcher(reload.Options{Logger: n.logger.With("component", "reload"), Observer: n.metrics})
 	if cfg.TLSCert == "" && cfg.TLSKey == "" {
 		if cfg.TLSCA != "" {
-			return ts, errors.New("--tls-ca needs --tls-cert and --tls-key: the node's own certificate for mutual TLS")
+			return nil, errors.New("--tls-ca needs --tls-cert and --tls-key: the node's own certificate for mutual TLS")
 		}
-		return ts, nil
-	}
-	if cfg.TLSCert == "" || cfg.TLSKey == "" {
-		return ts, errors.New("--tls-cert and --tls-key go together")
-	}
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-	if err != nil {
-		return ts, fmt.Errorf("load --tls-cert/--tls-key: %w", err)
-	}
-	ts.rest = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if cfg.TLSCA == "" {
-		return ts, nil
-	}
-	pem, err := os.ReadFile(cfg.TLSCA)
-	if err != nil {
-		return ts, fmt.Errorf("read --tls-ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return ts, fmt.Errorf("--tls-ca %s holds no PEM certificate", cfg.TLSCA)
-	}
-	verify := func(rawCerts [][]byte, _ [][]*x509.Certificate) error {
-		if len(rawCerts) == 0 {
-			return errors.New("the peer sent no certificate")
+	} else {
+		if cfg.TLSCert == "" || cfg.TLSKey == "" {
+			return nil, errors.New("--tls-cert and --tls-key go together")
 		}
-		leaf, err := x509.ParseCertificate(rawCerts[0])
+		peers, err := reload.ParsePeerNames(cfg.PeerNames)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		inter := x509.NewCertPool()
-		for _, raw := range rawCerts[1:] {
-			if c, err := x509.ParseCertificate(raw); err == nil {
-				inter.AddCert(c)
+		material := reload.NewTLS(peers, n.logger.With("component", "tls"), n.metrics)
+		if err := w.Add(reload.File{Name: "tls", Title: "TLS certificate and key", Paths: []string{cfg.TLSCert, cfg.TLSKey}, Load: material.LoadCertificate}); err != nil {
+			return nil, fmt.Errorf("load --tls-cert/--tls-key: %w", err)
+		}
+		n.tls.rest = material.ServerConfig()
+		if cfg.TLSCA != "" {
+			if err := w.Add(reload.File{Name: "ca", Title: "CA", Paths: []string{cfg.TLSCA}, Load: material.LoadCA}); err != nil {
+				return nil, fmt.Errorf("load --tls-ca: %w", err)
 			}
+			n.tls.internalServer = material.InternalServerConfig()
+			n.tls.internalClient = material.InternalClientConfig()
 		}
-		_, err = leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	}
+	if cfg.SecurityFile != "" {
+		err := w.Add(reload.File{Name: "security", Title: "security file", Paths: []string{cfg.SecurityFile}, Load: func([][]byte) ([]slog.Attr, error) {
+			if n.auth == nil {
+				a, err := auth.Load(cfg.SecurityFile)
+				n.auth = a
+				return nil, err
+			}
+			return nil, n.auth.Reload()
+		}})
 		if err != nil {
-			return fmt.Errorf("the peer's certificate is not from the cluster's CA: %w", err)
+			return nil, fmt.Errorf("--security-file: %w", err)
 		}
-		return nil
 	}
-	ts.internalServer = &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-		MinVersion:   tls.VersionTLS12,
-	}
-	ts.internalClient = &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		// The chain is verified by VerifyPeerCertificate; host names are
-		// not (see above).
-		InsecureSkipVerify:    true,
-		VerifyPeerCertificate: verify,
-		MinVersion:            tls.VersionTLS12,
-	}
-	return ts, nil
+	return w, nil
+}
+
+// Reload re-reads the TLS certificate and key, the CA and the security
+// file, as cmd/kvnode does on SIGHUP; each is also reloaded when it
+// changes on disk. A file that does not load leaves the one before it in
+// force. Every outcome is logged, and the refusals are returned.
+func (n *Node) Reload() error {
+	n.logger.Info("reloading files on request")
+	return n.files.Reload(true)
 }
 
 // gossipKey decodes --gossip-key (base64 of 16, 24 or 32 bytes).

@@ -108,6 +108,12 @@ func (s *Server) routes() {
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
+	s.handle(http.MethodGet, managementPrefix+"/backup", func(c echo.Context) error {
+		if s.cfg.Backup == nil {
+			return echo.ErrNotFound
+		}
+		return s.cfg.Backup(c.Response(), c.Request()) // an error before the first byte is answered
+	})
 
 	// The API's OpenAPI document, and Swagger UI showing it (package
 	// openapi). Both are static and need no credentials.

@@ -53,6 +53,8 @@ type Config struct {
 	// Observer, when set, is told how every routed request ended and of
 	// every refused login (package metrics implements it).
 	Observer Observer
+	// Backup answers GET /management/v1/backup (node, store/backup); nil: 404.
+	Backup func(w http.ResponseWriter, r *http.Request) error
 }
 
 // Observer is told what the server does, for its metrics. Its methods run

@@ -29,6 +29,7 @@ import (
 //	POST /v1/groups/{gid}/term?id=   → uvarint term of the group here, if this is member id
 //	POST /v1/groups/{gid}/query      body: JSON queryReq → oql.EncodePartial
 //	POST /v1/groups/{gid}/leave?id=  → the leader removes server id from the group
+//	POST /v1/groups/{gid}/snapshot   → the fsm snapshot stream after the read barrier, header Kv-Term (snapshot.go)
 //	GET  /v1/status                  → JSON NodeStatus
 //
 // An apply goes to the group's leader, except from a node that does not host
@@ -53,6 +54,7 @@ func newRPCServer(s *Store) *rpcServer {
 	mux.HandleFunc("POST /v1/groups/{gid}/readindex", r.readIndex)
 	mux.HandleFunc("POST /v1/groups/{gid}/term", r.term)
 	mux.HandleFunc("POST /v1/groups/{gid}/leave", r.leave)
+	mux.HandleFunc("POST /v1/groups/{gid}/snapshot", r.snapshotRPC) // snapshot.go
 	mux.HandleFunc("GET /v1/status", r.status)
 	r.srv = &http.Server{
 		Handler:           mux,

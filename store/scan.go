@@ -1,14 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/region"
@@ -134,38 +131,13 @@ func (c *rpcClient) scan(ctx context.Context, addr string, gid uint64, sr scanRe
 	if err != nil {
 		return nil, err
 	}
-	path := "/v1/groups/" + strconv.FormatUint(gid, 10) + "/scan"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	resp, err := c.Open(ctx, addr, groupRPCPath(gid, "scan"), body)
 	if err != nil {
-		return nil, fmt.Errorf("rpc POST %s: %w", path, err)
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		req.Header.Set(transport.HeaderTimeout, strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
-	}
-	resp, err := c.HTTP().Do(req)
-	if err != nil {
-		if transport.IsDialError(err) {
-			return nil, fmt.Errorf("rpc to %s: %w: %v", addr, transport.ErrUnreachable, err)
-		}
-		return nil, readRPCErr(ctx, fmt.Errorf("rpc to %s: %w", addr, err))
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		return nil, readRPCErr(ctx, rpcRefusal(resp, addr, path))
+		return nil, readRPCErr(ctx, err)
 	}
 	src, err := listing.Remote(resp.Body, addr, gid, sr.Peek)
 	if err != nil {
 		return nil, readRPCErr(ctx, err)
 	}
 	return src, nil
-}
-
-// rpcRefusal turns a non-200 RPC answer into its error, keeping the
-// sentinel it was sent with (as callWith does).
-func rpcRefusal(resp *http.Response, addr, path string) error {
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return fmt.Errorf("rpc to %s: read response: %w", addr, err)
-	}
-	return rpcCodes.Refusal(resp, addr, path, string(data))
 }

@@ -194,8 +194,23 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxFrameBytes < 1<<20 || cfg.MaxFrameBytes > transport.FrameLimit(transport.MaxBodyBytes) {
 		return nil, fmt.Errorf("store: frame limit %d bytes: must be between 1 MiB and %d bytes (request bodies of at most %d bytes)", cfg.MaxFrameBytes, transport.FrameLimit(transport.MaxBodyBytes), transport.MaxBodyBytes)
 	}
+	// The format first: a dir a newer kvnode wrote is refused before
+	// anything in it is read or written.
+	format, used, err := datadir.CheckFormat(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	if err := datadir.Claim(cfg.DataDir, cfg.NodeName); err != nil {
 		return nil, err
+	}
+	if format != datadir.Format {
+		if err := datadir.RecordFormat(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		if used {
+			// 0: a dir of a release before the format file (format 1 or 2).
+			cfg.Logger.Info("data dir upgraded in place", "dir", cfg.DataDir, "from", format, "to", datadir.Format)
+		}
 	}
 	s := &Store{
 		cfg:     cfg,

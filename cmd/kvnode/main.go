@@ -86,7 +86,7 @@ KVNODE_URL, default http://localhost:8080), with credentials and TLS flags;
 	root.SilenceErrors, root.SilenceUsage = true, true
 	root.SuggestionsMinimumDistance = 2
 	root.AddGroup(&cobra.Group{ID: "server", Title: "Run a member:"})
-	for _, c := range []*cobra.Command{serveCommand("serve", env), healthcheckCommand(env), hashPasswordCommand()} {
+	for _, c := range []*cobra.Command{serveCommand("serve", env), healthcheckCommand(env), hashPasswordCommand(), restoreCommand(), recoverCommand()} {
 		c.GroupID = "server"
 		root.AddCommand(c)
 	}

@@ -50,7 +50,8 @@ func serveCommand(use string, env []string) *cobra.Command {
 
 // serve starts a node with args and env, serves until the command's
 // context ends (SIGTERM or SIGINT), then shuts down gracefully; SIGHUP
-// reloads the security file.
+// reloads the TLS material and the security file (the node also reloads
+// them when they change on disk).
 func serve(cmd *cobra.Command, args, env []string) error {
 	cfg, unknownEnv, err := nodeflags.Parse(args, env, io.Discard)
 	if errors.Is(err, flag.ErrHelp) {
@@ -85,7 +86,7 @@ func serve(cmd *cobra.Command, args, env []string) error {
 		case err := <-n.Err():
 			return errors.Join(err, n.Close())
 		case <-hup:
-			_ = n.ReloadSecurity() // it logs the outcome
+			_ = n.Reload() // it logs the outcome
 		}
 	}
 }

@@ -184,6 +184,11 @@ func CheckCommand(b []byte) (Op, error) {
 
 func decodeCommand(d decoder) (Command, error) {
 	v := d.u8("format version")
+	if d.err == nil && v > commandV2 {
+		// A newer member wrote it (a rolling upgrade writing a new
+		// version before every member reads it): say so, not "damaged".
+		return Command{}, fmt.Errorf("fsm: decode command: format version %d was written by a newer kvnode (this build reads versions %d and %d): upgrade this member", v, commandV1, commandV2)
+	}
 	if d.err == nil && v != commandV1 && v != commandV2 {
 		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads versions %d and %d)", v, commandV1, commandV2)
 	}

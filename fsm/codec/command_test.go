@@ -192,7 +192,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"empty", nil, "truncated"},
 		{"version only", []byte{1}, "truncated"},
 		{"version 0", []byte{0, 3, 0}, "format version 0"},
-		{"version 3", []byte{3, 3, 0}, "format version 3"},
+		{"version 3", []byte{3, 3, 0}, "format version 3 was written by a newer kvnode"},
 		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
 		{"op 16", []byte{1, 16, 0}, "unknown op 16"},
 		{"stage in version 1", []byte{1, byte(OpStage), 1, 0, 0}, "needs format version 2"},

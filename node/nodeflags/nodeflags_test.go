@@ -178,3 +178,41 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerNames: --peer-names comes from the flag, KVNODE_PEER_NAMES or
+// the config file's peer-names key, needs --tls-ca (without mutual TLS no
+// certificate is checked), and refuses what is not a name or a one-label
+// wildcard.
+func TestPeerNames(t *testing.T) {
+	tlsArgs := []string{"--tls-cert", "n.pem", "--tls-key", "n.key", "--tls-ca", "ca.pem"}
+	want := []string{"*.kvnode-peers.default.svc.cluster.local", "kvnode-0.example.com"}
+	cfg, _, err := Parse(tlsArgs, []string{"KVNODE_PEER_NAMES=*.kvnode-peers.default.svc.cluster.local, kvnode-0.example.com"}, io.Discard)
+	if err != nil || !slices.Equal(cfg.PeerNames, want) {
+		t.Errorf("from the environment: %q, %v; want %q", cfg.PeerNames, err, want)
+	}
+	path := writeConfig(t, "peer-names: ['*.kvnode-peers.default.svc.cluster.local', kvnode-0.example.com]\n")
+	cfg, _, err = Parse(append([]string{"--config", path}, tlsArgs...), nil, io.Discard)
+	if err != nil || !slices.Equal(cfg.PeerNames, want) {
+		t.Errorf("from the config file: %q, %v; want %q", cfg.PeerNames, err, want)
+	}
+	cfg, _, err = Parse(append([]string{"--peer-names", "a.example.com"}, tlsArgs...), []string{"KVNODE_PEER_NAMES=b.example.com"}, io.Discard)
+	if err != nil || !slices.Equal(cfg.PeerNames, []string{"a.example.com"}) {
+		t.Errorf("the flag over the environment: %q, %v", cfg.PeerNames, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--peer-names", "a.example.com"}, "--peer-names needs --tls-ca"},
+		{[]string{"--peer-names", "a.example.com", "--tls-cert", "n.pem", "--tls-key", "n.key"}, "--peer-names needs --tls-ca"},
+		{append([]string{"--peer-names", "*"}, tlsArgs...), `--peer-names "*"`},
+		{append([]string{"--peer-names", "*.com"}, tlsArgs...), "at least two labels"},
+		{append([]string{"--peer-names", "a.*.example.com"}, tlsArgs...), `label "*"`},
+		{append([]string{"--peer-names", "kv_0.exa mple.com"}, tlsArgs...), "exa mple"},
+		{append([]string{"--peer-names", "a..example.com"}, tlsArgs...), "1 to 63 characters"},
+	} {
+		if _, _, err := Parse(tc.args, nil, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) error = %v, want it to mention %q", tc.args, err, tc.want)
+		}
+	}
+}

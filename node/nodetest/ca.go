@@ -47,9 +47,17 @@ func NewCA(t *testing.T, name string) *CA {
 	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
-// Issue writes a certificate for 127.0.0.1 and its key into dir and
-// returns their paths.
+// Issue writes a certificate for 127.0.0.1 and localhost, with the
+// common name name, and its key into dir (name.crt, name.key) and returns
+// their paths.
 func (ca *CA) Issue(t *testing.T, dir, name string) (certPath, keyPath string) {
+	t.Helper()
+	return ca.IssueNames(t, dir, name, "localhost")
+}
+
+// IssueNames is Issue with the DNS names dnsNames (none: a certificate
+// with an IP address only).
+func (ca *CA) IssueNames(t *testing.T, dir, name string, dnsNames ...string) (certPath, keyPath string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -63,7 +71,7 @@ func (ca *CA) Issue(t *testing.T, dir, name string) (certPath, keyPath string) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
+		DNSNames:     dnsNames,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {

@@ -19,3 +19,8 @@ func (lt *LogTap) Logger(node string) *slog.Logger {
 
 // Seen reports whether a line from node contains every one of parts.
 func (lt *LogTap) Seen(node string, parts ...string) bool { return lt.tap.Seen(node, parts...) }
+
+// Matching returns the lines from node that contain every one of parts.
+func (lt *LogTap) Matching(node string, parts ...string) []string {
+	return lt.tap.Matching(append([]string{node + ": "}, parts...)...)
+}

@@ -17,6 +17,7 @@ import (
 
 // The layout of a data dir:
 //
+//	format             the dir's format version (format.go), and a newline
 //	node-name          the name of the member that owns the dir, and a newline
 //	raft/wal/          the Raft log of every group (package store/raftlog)
 //	raft/g0/           the control group: raft.db (its term and vote), snapshots/
@@ -227,4 +228,19 @@ func Drop(dir string) error {
 		return err
 	}
 	return os.RemoveAll(dropped)
+}
+
+// Owner returns the name of the member that owns data dir dir, as its
+// node-name records it (tools that work on a stopped member's dir).
+func Owner(dir string) (string, error) {
+	path := filepath.Join(dir, NodeNameFile)
+	data, err := durable.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s is not a member's data dir: %w", dir, err)
+	}
+	name, err := parseNodeName(data)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %v", ErrDamaged, path, err)
+	}
+	return name, nil
 }

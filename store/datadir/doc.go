@@ -12,6 +12,11 @@
 // group's dir is deleted by a durable rename first (Drop), so a crash
 // never leaves half a group dir.
 //
+// The dir records its format version (format): a member refuses a dir
+// of a newer format than its own, with a clear error, and records its own
+// over an older one, which it reads (downgrade is not supported, upgrade
+// is in place).
+//
 // The store opens groups in the dirs named here; tools that work on a
 // stopped member's data (backup, restore, recovery) read the same layout.
 // datadir must not import store, fsm, raft or anything above them.

@@ -231,8 +231,7 @@ func Open(o Options) (*Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft group %d: open log store %s (is another kvnode using this data dir?): %w", gid, filepath.Join(dir, "raft.db"), err)
 	}
-	// Raft's own lines name their group, so an operator (and a test) can
-	// tell which group elected whom.
+	// raft's lines name the group: a member runs several.
 	hl := newHCLog(logger.With("group", gid), "raft")
 	snaps, err := openSnapshots(dir, hl)
 	if err != nil {
@@ -318,6 +317,9 @@ func Open(o Options) (*Group, error) {
 		return nil, fmt.Errorf("raft group %d: %w", gid, err)
 	}
 	rfsm, rlogs, rsnaps, started := observed(o.Observe, f, o.Logs, snaps)
+	glog := logger.With("group", gid)
+	rsnaps = loggedSnapshots{SnapshotStore: rsnaps, logger: glog}
+	rfsm = loggedRestore{BatchingFSM: rfsm.(raft.BatchingFSM), logger: glog, applied: f.AppliedIndex}
 	cached := newLogCache(rlogs, logCacheEntries, logCacheBytes)
 	stable := &stableStore{StableStore: logs}
 	var rt raft.Transport = trans
@@ -339,7 +341,7 @@ func Open(o Options) (*Group, error) {
 		log:     o.Logs,
 		logs:    logs,
 		stable:  stable,
-		logger:  logger.With("group", gid),
+		logger:  glog,
 		changed: make(chan struct{}),
 		stop:    make(chan struct{}),
 		obsCh:   make(chan raft.Observation, 16),
@@ -389,10 +391,16 @@ func (g *Group) watchLeader() {
 		select {
 		case o := <-g.obsCh:
 			if lo, ok := o.Data.(raft.LeaderObservation); ok {
-				addr, _ := transport.SplitRaftAddr(lo.LeaderAddr)
-				g.logger.Info("leader changed", "leader", string(lo.LeaderID), "address", addr)
-				if g.events != nil && lo.LeaderID != "" {
-					g.events.LeaderChanged()
+				// Once per change on every member: a leader elected (or
+				// learnt of), or none known any more (an election began).
+				if lo.LeaderID != "" {
+					addr, _ := transport.SplitRaftAddr(lo.LeaderAddr)
+					g.logger.Info("leader changed", "leader", string(lo.LeaderID), "term", g.raft.CurrentTerm(), "address", addr)
+					if g.events != nil {
+						g.events.LeaderChanged()
+					}
+				} else {
+					g.logger.Info("leader lost", "term", g.raft.CurrentTerm())
 				}
 			}
 			g.leaderMu.Lock()

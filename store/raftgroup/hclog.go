@@ -39,11 +39,35 @@ func slogLevel(l hclog.Level) slog.Level {
 	}
 }
 
+// replacedByKvnode are hashicorp/raft's info lines about events kvnode
+// logs once itself, with more to say: snapshots written ("snapshot
+// written": group, index, term, size, duration) and restored ("snapshot
+// restored"), and membership changes (package reconcile's and
+// Group.RemoveServer's lines, which say which member and why). At info,
+// raft's would log each of those events three to five times.
+var replacedByKvnode = map[string]bool{
+	"starting snapshot up to":        true,
+	"creating new snapshot":          true,
+	"snapshot complete up to":        true,
+	"compacting logs":                true,
+	"no logs to truncate":            true,
+	"reaping snapshot":               true,
+	"copied to local snapshot":       true,
+	"Installed remote snapshot":      true,
+	"starting restore from snapshot": true,
+	"snapshot restore progress":      true,
+	"restored from snapshot":         true,
+	"updating configuration":         true,
+}
+
 func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...interface{}) {
 	if level == hclog.Off {
 		return
 	}
 	lvl := slogLevel(level)
+	if lvl == slog.LevelInfo && replacedByKvnode[msg] {
+		lvl = slog.LevelDebug
+	}
 	ctx := context.Background()
 	if !h.logger.Enabled(ctx, lvl) {
 		return

@@ -171,7 +171,7 @@ func (r *Reconciler) reconcileControl(st *controlState, g *raftgroup.Group) {
 	id := string(step.Server)
 	switch step.Kind {
 	case placement.AddNonvoter:
-		r.logger.Info("adding member to the control group as non-voter", "member", id, "address", string(step.Address))
+		r.logger.Info("adding member to the control group as non-voter", "group", 0, "member", id, "address", string(step.Address))
 		if err := r.await(g.Raft().AddNonvoter(step.Server, step.Address, 0, timeout)); err != nil {
 			r.logger.Warn("add non-voter failed", "member", id, "error", err)
 		}
@@ -183,12 +183,12 @@ func (r *Reconciler) reconcileControl(st *controlState, g *raftgroup.Group) {
 			r.logger.Warn("remove member failed", "member", id, "error", err)
 		}
 	case placement.Promote:
-		r.logger.Info("promoting member to voter", "member", id, "voters", step.Voters, "target", step.Target)
+		r.logger.Info("promoting member to voter", "group", 0, "member", id, "voters", step.Voters, "target", step.Target)
 		if err := r.await(g.Raft().AddVoter(step.Server, step.Address, 0, timeout)); err != nil {
 			r.logger.Warn("promote failed", "member", id, "error", err)
 		}
 	case placement.Demote:
-		r.logger.Info("demoting voter to non-voter", "member", id, "voters", step.Voters, "target", step.Target)
+		r.logger.Info("demoting voter to non-voter", "group", 0, "member", id, "voters", step.Voters, "target", step.Target)
 		if err := r.await(g.Raft().DemoteVoter(step.Server, 0, timeout)); err != nil {
 			r.logger.Warn("demote failed", "member", id, "error", err)
 		}

@@ -205,6 +205,33 @@ func (c *Client) Limit() int64 { return c.limit }
 // HTTP is the client's HTTP client, for calls that stream their answer.
 func (c *Client) HTTP() *http.Client { return c.hc }
 
+// Open performs one RPC whose answer is streamed (a listing's scan, a
+// snapshot): a 200's response is returned for the caller to read and
+// close; failures are as CallWith's.
+func (c *Client) Open(ctx context.Context, addr, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("rpc POST %s: %w", path, err)
+	}
+	SetDeadline(ctx, req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if IsDialError(err) {
+			return nil, fmt.Errorf("rpc to %s: %w: %v", addr, ErrUnreachable, err)
+		}
+		return nil, fmt.Errorf("rpc to %s: %w", addr, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return nil, fmt.Errorf("rpc to %s: read response: %w", addr, err)
+	}
+	return nil, c.codes.Refusal(resp, addr, path, string(data))
+}
+
 // Close drops the idle connections.
 func (c *Client) Close() {
 	c.hc.CloseIdleConnections()

@@ -26,7 +26,8 @@
 // planner places them like new groups), and the cluster re-grows as
 // fresh members join: the control group's reconciliation adds them, the
 // planner gives them replicas, and partition groups' leaders add them,
-// which catch up by Raft snapshot. docs/backup.md is the operator's side.
+// which catch up by Raft snapshot. docs/operations.md ("Backup, restore
+// and disaster recovery") is the operator's side.
 //
 // backup must not import store (it is reached through Snapshots), rest,
 // cluster, memberlist or Echo.

@@ -90,6 +90,7 @@ func TestImportRules(t *testing.T) {
 		"function":     {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
 		"rest":         {raftPkg, module + "/fsm", memberlistPkg},
 		"rest/input":   {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
+		"rest/jsonout": {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
 		// The API's description and Swagger UI: data and a page, nothing
 		// of kvnode's behaviour.
 		"rest/openapi": {module, echoPkg, raftPkg, memberlistPkg},

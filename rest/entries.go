@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest/input"
+	"github.com/kvnode/kvnode/rest/jsonout"
 )
 
 // The handlers of /kv/v1: regions and their entries. Each parses and checks
@@ -55,7 +56,7 @@ func (s *Server) listEntries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	quoted, err := marshal(name)
+	quoted, err := jsonout.Marshal(name)
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func (s *Server) listEntries(c echo.Context) error {
 		c.Response().Header().Set(headerContentLocation, loc)
 	}
 	open := append(append([]byte{'{'}, quoted...), ':', '[')
-	return s.streamList(c, ls, open, writeValue)
+	return s.streamList(c, ls, open, jsonout.WriteValue)
 }
 
 // listLocation is the Content-Location of a listing: <base>/kv/v1/{region}/
@@ -122,7 +123,7 @@ func (s *Server) listKeys(c echo.Context) error {
 	}
 	defer ls.Close()
 	c.Response().Header().Set(echo.HeaderLocation, keysURL(c, name))
-	return s.streamList(c, ls, []byte(`{"keys":[`), newKeyWriter().write)
+	return s.streamList(c, ls, []byte(`{"keys":[`), jsonout.NewKeyWriter().Write)
 }
 
 // keysURL is <base>/kv/v1/{region}/keys.
@@ -171,7 +172,7 @@ func (s *Server) getEntries(c echo.Context) error {
 			}
 		}
 	}
-	body, err := regionValues(name, values)
+	body, err := jsonout.RegionValues(name, values)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/jsonout"
 )
 
 // TestPathDecoding: routing sees the escaped path and each segment is
@@ -34,7 +35,7 @@ func TestPathDecoding(t *testing.T) {
 		})
 	}
 	slices.Sort(keys)
-	want, _ := marshal(map[string][]string{"keys": keys})
+	want, _ := jsonout.Marshal(map[string][]string{"keys": keys})
 	ok(string(want), nil).check(t, ts, ts.do(t, "GET", "/kv/v1/paths/keys", "", ""))
 
 	// %25 is the key "%", which was never written: decoding %2525 twice

@@ -1,14 +1,13 @@
 package rest
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/kvnode/kvnode/rest/jsonout"
 )
 
 // contentTypeJSON is the one Content-Type of every JSON answer. Echo's c.JSON
@@ -35,56 +34,13 @@ func writeJSON(c echo.Context, status int, body []byte) error {
 	return err
 }
 
-// marshal encodes a response document (never an entry value: those are
-// written as stored). HTML escaping is off because the answers are JSON
-// documents, not HTML, and "<" should read as "<" in a cause.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode response: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // writeDoc answers status with v encoded as JSON.
 func writeDoc(c echo.Context, status int, v any) error {
-	body, err := marshal(v)
+	body, err := jsonout.Marshal(v)
 	if err != nil {
 		return err
 	}
 	return writeJSON(c, status, body)
-}
-
-// regionValues builds {"<region>":[v1,v2,...]} by concatenation, so stored
-// values go out byte for byte; a nil value (a missing key the client asked
-// to ignore) is written as null.
-func regionValues(name string, values []json.RawMessage) ([]byte, error) {
-	quoted, err := marshal(name)
-	if err != nil {
-		return nil, err
-	}
-	size := len(quoted) + 4
-	for _, v := range values {
-		size += len(v) + 1
-	}
-	buf := make([]byte, 0, size)
-	buf = append(buf, '{')
-	buf = append(buf, quoted...)
-	buf = append(buf, ':', '[')
-	for i, v := range values {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		if v == nil {
-			buf = append(buf, "null"...)
-		} else {
-			buf = append(buf, v...)
-		}
-	}
-	buf = append(buf, ']', '}')
-	return buf, nil
 }
 
 // baseURL is the scheme and host the client used to reach this node.

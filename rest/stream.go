@@ -2,9 +2,6 @@ package rest
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -83,59 +80,4 @@ func (s *Server) abortStream(c echo.Context, err error) {
 	s.log.Warn("listing failed after its answer began; connection aborted, the client sees an incomplete body",
 		"method", req.Method, "path", req.URL.EscapedPath(), "error", err, requestID(c))
 	panic(http.ErrAbortHandler)
-}
-
-// writeValue writes an entry's value as stored (null for none, as
-// regionValues does).
-func writeValue(w *bufio.Writer, e region.Entry) error {
-	if e.Value == nil {
-		_, err := w.WriteString("null")
-		return err
-	}
-	_, err := w.Write(e.Value)
-	return err
-}
-
-// keyWriter writes keys as JSON strings exactly as marshal does (no HTML
-// escaping), without an allocation for the common plain key.
-type keyWriter struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-func newKeyWriter() *keyWriter {
-	k := &keyWriter{}
-	k.enc = json.NewEncoder(&k.buf)
-	k.enc.SetEscapeHTML(false)
-	return k
-}
-
-func (k *keyWriter) write(w *bufio.Writer, e region.Entry) error {
-	if plainJSON(e.Key) {
-		if err := w.WriteByte('"'); err != nil {
-			return err
-		}
-		if _, err := w.WriteString(e.Key); err != nil {
-			return err
-		}
-		return w.WriteByte('"')
-	}
-	k.buf.Reset()
-	if err := k.enc.Encode(e.Key); err != nil {
-		return fmt.Errorf("encode key: %w", err)
-	}
-	_, err := w.Write(bytes.TrimSuffix(k.buf.Bytes(), []byte("\n")))
-	return err
-}
-
-// plainJSON reports whether s is its own JSON string body: printable ASCII
-// without '"' or '\'. encoding/json writes such a string unchanged when HTML
-// escaping is off.
-func plainJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 || b > 0x7e || b == '"' || b == '\\' {
-			return false
-		}
-	}
-	return true
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/rest/jsonout"
 )
 
 // GET /{region}/keys carries Geode's Location: <base>/kv/v1/{region}/keys.
@@ -39,7 +40,7 @@ func TestListKeysEncoding(t *testing.T) {
 	r := ts.do(t, "GET", "/kv/v1/enc/keys", "", "")
 	sorted := slices.Clone(keys)
 	slices.Sort(sorted)
-	want, err := marshal(struct {
+	want, err := jsonout.Marshal(struct {
 		Keys []string `json:"keys"`
 	}{sorted})
 	if err != nil {

@@ -228,6 +228,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Metrics:         n.metrics.Handler(false), // the REST server compresses
 		Observer:        n.metrics.HTTP(),
 		Backup:          n.serveBackup(cfg, logger.With("component", "backup")),
+		RemoveMember:    n.store.RemoveMember,
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),

@@ -44,6 +44,12 @@ var (
 	// unknown (leadership lost or deadline passed while committing). It may or
 	// may not have been applied.
 	ErrIndeterminate = errors.New("outcome unknown: the write may or may not have been applied")
+	// ErrMemberNotFound: no member of that name is in the cluster's
+	// control group (DELETE /management/v1/members/{name}).
+	ErrMemberNotFound = errors.New("member not found")
+	// ErrMemberAlive: the member to remove still answers gossip; removing
+	// it would only make it join again.
+	ErrMemberAlive = errors.New("member is alive")
 	// ErrShuttingDown: this node is closing; another member can serve the
 	// request (a 503, like any ErrNoLeader).
 	ErrShuttingDown = fmt.Errorf("%w: this node is shutting down", ErrNoLeader)

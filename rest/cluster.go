@@ -70,6 +70,18 @@ func (s *Server) mgmtPartitions(c echo.Context) error {
 	return writeDoc(c, http.StatusOK, view)
 }
 
+// mgmtRemoveMember is DELETE /management/v1/members/{name}: a member gone
+// for good leaves the cluster now (Config.RemoveMember; 404 without).
+func (s *Server) mgmtRemoveMember(c echo.Context) error {
+	if s.cfg.RemoveMember == nil {
+		return echo.ErrNotFound
+	}
+	if err := s.cfg.RemoveMember(c.Request().Context(), c.Param("name")); err != nil {
+		return err
+	}
+	return writeDoc(c, http.StatusOK, mgmtMessage("member "+c.Param("name")+" removed; its partition replicas move to the other members"))
+}
+
 // nonNil makes an absent list encode as [] rather than null.
 func nonNil[T any](s []T) []T {
 	if s == nil {

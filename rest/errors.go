@@ -55,6 +55,8 @@ func errorStatuses() []errorStatus {
 		{is(region.ErrKeyExists), http.StatusConflict},
 		{is(region.ErrCASMismatch), http.StatusConflict},
 		{is(region.ErrRegionExists), http.StatusConflict},
+		{is(region.ErrMemberNotFound), http.StatusNotFound},
+		{is(region.ErrMemberAlive), http.StatusConflict},
 		{is(region.ErrNotSupported), http.StatusMethodNotAllowed},
 		{as[*http.MaxBytesError](), http.StatusRequestEntityTooLarge},
 		{is(region.ErrTooLarge), http.StatusRequestEntityTooLarge},

@@ -108,6 +108,7 @@ func (s *Server) routes() {
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
+	s.handle(http.MethodDelete, managementPrefix+"/members/:name", s.mgmtRemoveMember)
 	s.handle(http.MethodGet, managementPrefix+"/backup", func(c echo.Context) error {
 		if s.cfg.Backup == nil {
 			return echo.ErrNotFound

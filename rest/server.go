@@ -55,6 +55,9 @@ type Config struct {
 	Observer Observer
 	// Backup answers GET /management/v1/backup (node, store/backup); nil: 404.
 	Backup func(w http.ResponseWriter, r *http.Request) error
+	// RemoveMember answers DELETE /management/v1/members/{name} (store's
+	// RemoveMember); nil: 404.
+	RemoveMember func(ctx context.Context, name string) error
 }
 
 // Observer is told what the server does, for its metrics. Its methods run

@@ -19,6 +19,10 @@ func (h host) DropPartition(g *raftgroup.Group)                  { h.s.groups.dr
 func (h host) PartitionsSynced()                                 { h.s.router.SyncIndexes() }
 func (h host) CaughtUp(g *raftgroup.Group, srv raft.Server) bool { return h.s.caughtUp(g, srv) }
 
+func (h host) RemoveFromControl(ctx context.Context, id, reason string) error {
+	return h.s.removeFromControl(ctx, h.s.groups.control(), id, reason)
+}
+
 func (h host) OpenPartition(gid uint64, p int) (*raftgroup.Group, error) {
 	return h.s.groups.openPartition(gid, p)
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -56,61 +55,43 @@ func (s *Store) HandOver(ctx context.Context) error {
 	return s.reconciler.HandOver(ctx)
 }
 
-// Leave prepares a graceful exit: a leader hands its leadership to another
-// voter, then the node asks the leader to remove it from the control group
-// and waits until that is committed, so the remaining members keep a quorum
-// that does not count on it; then it waits while its partition replicas
-// move to the remaining members (reconcile's Drain). The last voter of a
-// cluster stays, so that a whole-cluster shutdown restarts with its data.
-// Leave is bounded by ctx.
+// Leave prepares a graceful exit (reconcile's Leave): the member is
+// stopping from here on, as in HandOver, then it hands over its
+// leaderships, leaves the control group and waits while its partition
+// replicas move. Leave is bounded by ctx.
 func (s *Store) Leave(ctx context.Context) error {
-	g := s.groups.control()
-	if g == nil {
-		return region.ErrShuttingDown
-	}
-	conf, err := g.Configuration()
-	if err != nil {
-		return err
-	}
-	others := 0
-	member := false
-	for _, srv := range conf.Servers {
-		if string(srv.ID) == s.name {
-			member = true
-		} else if srv.Suffrage == raft.Voter {
-			others++
-		}
-	}
-	if !member || others == 0 {
-		return nil
-	}
-	if err := s.HandOver(ctx); err != nil {
-		s.logger.Warn("handing over leadership before leaving did not finish", "error", err)
-	}
-	var last error
+	s.stopping.Store(true)
+	return s.reconciler.Leave(ctx)
+}
+
+// RemoveMember removes a member that is gone for good from the cluster
+// now rather than after the dead-member timeout (reconcile's RemoveMember).
+func (s *Store) RemoveMember(ctx context.Context, name string) error {
+	return s.reconciler.RemoveMember(ctx, name)
+}
+
+// removeFromControl has the control group's leader remove member id,
+// retrying while there is no leader or it moves, bounded by ctx.
+func (s *Store) removeFromControl(ctx context.Context, g *raftgroup.Group, id, reason string) error {
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		id, addr := g.Leader()
-		switch {
-		case id == s.name:
-			last = g.RemoveServer(ctx, s.name, "left gracefully")
-		case id == "":
-			last = fmt.Errorf("leave: %w", region.ErrNoLeader)
+		var err error
+		switch leader, addr := g.Leader(); {
+		case leader == s.name:
+			err = g.RemoveServer(ctx, id, reason)
+		case leader == "":
+			err = region.ErrNoLeader
 		default:
-			last = s.client.leave(ctx, addr, g.ID(), s.name)
+			err = s.client.leave(ctx, addr, g.ID(), id, reason)
 		}
-		if last == nil {
-			s.logger.Info("left the control group")
-			return s.reconciler.Drain(ctx)
-		}
-		if !retryableWrite(last) {
-			return fmt.Errorf("leave: %w", last)
+		if err == nil || !retryableWrite(err) {
+			return err
 		}
 		if since.IsZero() {
 			since = time.Now()
 		}
-		if err := s.router.pause(ctx, g, attempt, since, last); err != nil {
-			return fmt.Errorf("leave: %w", err)
+		if err := s.router.pause(ctx, g, attempt, since, err); err != nil {
+			return err
 		}
 	}
 }

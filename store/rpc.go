@@ -28,7 +28,7 @@ import (
 //	POST /v1/groups/{gid}/readindex  → uvarint read index (leader only)
 //	POST /v1/groups/{gid}/term?id=   → uvarint term of the group here, if this is member id
 //	POST /v1/groups/{gid}/query      body: JSON queryReq → oql.EncodePartial
-//	POST /v1/groups/{gid}/leave?id=  → the leader removes server id from the group
+//	POST /v1/groups/{gid}/leave?id=&reason= → the leader removes server id from the group
 //	POST /v1/groups/{gid}/snapshot   → the fsm snapshot stream after the read barrier, header Kv-Term (snapshot.go)
 //	GET  /v1/status                  → JSON NodeStatus
 //
@@ -229,7 +229,11 @@ func (r *rpcServer) leave(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := transport.RequestContext(req)
 	defer cancel()
-	if err := g.RemoveServer(ctx, req.URL.Query().Get("id"), "left gracefully"); err != nil {
+	reason := req.URL.Query().Get("reason")
+	if reason == "" { // a member of an older release
+		reason = "left gracefully"
+	}
+	if err := g.RemoveServer(ctx, req.URL.Query().Get("id"), reason); err != nil {
 		rpcCodes.WriteError(w, err)
 		return
 	}
@@ -339,8 +343,8 @@ func (c *rpcClient) term(ctx context.Context, addr string, gid uint64, id string
 	return t, nil
 }
 
-func (c *rpcClient) leave(ctx context.Context, addr string, gid uint64, id string) error {
-	_, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/leave?id="+url.QueryEscape(id), nil)
+func (c *rpcClient) leave(ctx context.Context, addr string, gid uint64, id, reason string) error {
+	_, err := c.Call(ctx, http.MethodPost, addr, "/v1/groups/"+strconv.FormatUint(gid, 10)+"/leave?id="+url.QueryEscape(id)+"&reason="+url.QueryEscape(reason), nil)
 	return err
 }
 

@@ -43,6 +43,9 @@ type Host interface {
 	// CaughtUp reports whether member srv's replica of g has caught up
 	// with this member, g's leader.
 	CaughtUp(g *raftgroup.Group, srv raft.Server) bool
+	// RemoveFromControl has the control group's leader remove member id
+	// from the control group, retrying while it has no leader.
+	RemoveFromControl(ctx context.Context, id, reason string) error
 	// PartitionsSynced runs after every round of the partition loop (the
 	// store installs index definitions into the groups it just opened).
 	PartitionsSynced()

@@ -132,6 +132,15 @@ func TestCommands(t *testing.T) {
 			`{"regions":[{"name":"events","type":"PARTITION"},{"name":"orders","type":"REPLICATE"}]}`+"\n")
 	})
 
+	t.Run("member", func(t *testing.T) {
+		// Removing a member that answers gossip is refused (it would join
+		// again); an unknown name is not found. Neither changes anything
+		// (node's TestRemoveMember removes a stopped one).
+		expect(t, run("", "member", "remove", "n2"), cli.ExitConflict, "")
+		expect(t, run("", "member", "remove", "nobody"), cli.ExitNotFound, "")
+		expect(t, run("", "region", "list"), 0, "NAME    TYPE\nevents  PARTITION\norders  REPLICATE\n")
+	})
+
 	t.Run("put and get", func(t *testing.T) {
 		expect(t, run("", "put", "orders", "1", `{"total":10.0,"name":"a"}`), 0, "stored orders/1\n")
 		expect(t, run(`{"total":3}`+"\n", "put", "orders", "2", "-"), 0, "stored orders/2\n")

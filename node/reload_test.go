@@ -229,23 +229,7 @@ func TestPeerNamesCluster(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		ip.Start(name, 3)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.PEM)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	call := func(n *node.Node, method, path, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, "https://"+n.HTTPAddr()+path, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := httpsCaller(t, ca.PEM)
 	waitfor.Cond(t, 30*time.Second, "the cluster with --peer-names to accept a region", func() bool {
 		code, _ := call(ip.Nodes["a"], "POST", "/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`)
 		return code == 201 || code == 409

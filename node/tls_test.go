@@ -56,23 +56,7 @@ func TestMutualTLSCluster(t *testing.T) {
 		ip.Start(name, 3)
 	}
 
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.PEM)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	httpsCall := func(n *node.Node, method, path, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, "https://"+n.HTTPAddr()+path, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	httpsCall := httpsCaller(t, ca.PEM)
 	waitfor.Cond(t, 30*time.Second, "the TLS cluster to accept a write", func() bool {
 		status, _ := httpsCall(ip.Nodes["a"], "POST", "/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`)
 		return status == 201 || status == 409
@@ -163,5 +147,28 @@ func TestMutualTLSCluster(t *testing.T) {
 	_, servers = httpsCall(ip.Nodes["a"], "GET", "/kv/v1/servers", "")
 	if strings.Contains(servers, stranger.RESTURL()) {
 		t.Errorf("the cluster lists the member with another gossip key: %s", servers)
+	}
+}
+
+// httpsCaller sends requests to a node's REST API over HTTPS, trusting the
+// CA in caPEM, and returns the status and body (status 0 and the error's
+// text when there is no answer).
+func httpsCaller(t *testing.T, caPEM []byte) func(n *node.Node, method, path, body string) (int, string) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	return func(n *node.Node, method, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "https://"+n.HTTPAddr()+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
 }

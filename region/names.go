@@ -17,12 +17,13 @@ const (
 
 // reservedNames are path segments under /kv/v1 that are not regions.
 var reservedNames = map[string]bool{
-	"queries": true, "functions": true, "servers": true, "ping": true,
+	"queries": true, "functions": true, "servers": true, "ping": true, "watch": true,
 }
 
 // ValidateName checks a region name: 1 to MaxRegionNameLen characters from
 // [A-Za-z0-9_-], not starting with "__" (Geode reserves those), and not one of
-// the fixed endpoint names under /kv/v1 (queries, functions, servers, ping).
+// the fixed endpoint names under /kv/v1 (queries, functions, servers, ping,
+// watch).
 func ValidateName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: region name is empty", ErrInvalid)

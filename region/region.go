@@ -90,6 +90,10 @@ var geodeRefusals = []geodeRefusal{
 type Info struct {
 	Name string `json:"name"`
 	Kind Kind   `json:"type"`
+	// EntryTimeToLive is the region's default entry time-to-live in
+	// seconds (Geode's region expiration attribute): an entry written
+	// without ?ttl= expires that long after its last write. 0: never.
+	EntryTimeToLive int64 `json:"entryTimeToLive,omitempty"`
 }
 
 // Entry is one key and its value, a compact JSON object.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -36,6 +37,15 @@ type FSM struct {
 	// stopped is closed at the same moment, waking WaitApplied.
 	halted  atomic.Pointer[HaltError]
 	stopped chan struct{}
+	// wake, under wakeMu, is closed by the next signal (after an apply or
+	// a restore): watchers waiting in Events (events.go).
+	wakeMu sync.Mutex
+	wake   chan struct{}
+	// history is how many events the group keeps (Options.History).
+	history int
+	// clock is the member's clock, for reads only: an entry past its
+	// deadline by it is hidden before its removal is applied.
+	clock func() time.Time
 	// buildHook, when set (by tests only), is called by every background
 	// index build before each time it takes the lock to catch up or
 	// install (round 0, 1, ...), with no lock held: tests apply writes
@@ -53,6 +63,13 @@ type Options struct {
 	KeyFilter func(key string) bool
 	// Group is the Raft group's ID, for messages.
 	Group uint64
+	// History is how many change events the group keeps for watches to
+	// resume from (0: DefaultHistory). Members may differ; snapshots carry
+	// the history, and a member keeps the newest History of it.
+	History int
+	// Clock is the member's clock (nil: time.Now). Reads hide entries
+	// whose deadline it has passed; Apply never reads it.
+	Clock func() time.Time
 	// OnHalt, when set, is called once, from Raft's FSM goroutine, when the
 	// state machine halts (see Halted). It must not block, and must not
 	// wait for Raft (shutting Raft down from it would deadlock: do it on
@@ -62,9 +79,14 @@ type Options struct {
 
 // New returns an empty state machine: no regions, applied index 0.
 func New(opts Options) *FSM {
-	st := newState()
+	st := newState(opts.History)
 	st.keyFilter = opts.KeyFilter
-	return &FSM{st: st, ops: newHandlers(), keyFilter: opts.KeyFilter, group: opts.Group, onHalt: opts.OnHalt, stopped: make(chan struct{})}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return &FSM{st: st, ops: newHandlers(), keyFilter: opts.KeyFilter, group: opts.Group, onHalt: opts.OnHalt, stopped: make(chan struct{}),
+		history: opts.History, clock: clock}
 }
 
 // HaltError says why a state machine stopped applying entries: which group,
@@ -150,6 +172,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 			f.mu.Lock()
 			done := f.applyAll(logs[:i], cmds[:i], out)
 			f.mu.Unlock()
+			f.signal()
 			if done < i {
 				return haltedResults(logs[done:], out[done:], f.halted.Load())
 			}
@@ -162,6 +185,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.mu.Lock()
 	done := f.applyAll(logs, cmds, out)
 	f.mu.Unlock()
+	f.signal()
 	if done < len(logs) {
 		haltedResults(logs[done:], out[done:], f.halted.Load())
 	}
@@ -212,6 +236,8 @@ func (f *FSM) applyLocked(l *raft.Log, c *codec.Command) (res interface{}, err e
 	switch l.Type {
 	case raft.LogCommand:
 		f.st.expireStage(l.Index)
+		f.st.events.begin(l.Index)
+		f.st.advance(c.Now)
 		var r *codec.Result
 		switch c.Op {
 		case codec.OpBatch:
@@ -243,6 +269,7 @@ func (f *FSM) applyBatchCommand(c *codec.Command, l *raft.Log) (*codec.Result, e
 			// batch: only corruption gets here.
 			return nil, fmt.Errorf("sub-command %d of batch entry %d does not decode: %w", i, l.Index, err)
 		}
+		f.st.advance(sc.Now)
 		res.Batch[i] = f.ops[sc.Op](f.st, &sc, l.Index)
 	}
 	return res, nil

@@ -143,5 +143,6 @@ func (f *FSM) commitStaged(c *codec.Command, index uint64) *codec.Result {
 	if cmd.Op == codec.OpBatch || cmd.Op.Staging() {
 		return refuse(fmt.Errorf("%v %x: %w: a staged command cannot be %v", c.Op, c.StageID, region.ErrInvalid, cmd.Op))
 	}
+	f.st.advance(cmd.Now)
 	return f.ops[cmd.Op](f.st, &cmd, index)
 }

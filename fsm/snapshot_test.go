@@ -3,13 +3,13 @@ package fsm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"reflect"
 	"slices"
-	"time"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"

@@ -93,6 +93,7 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, managementPrefix+"/regions", s.mgmtListRegions)
 	s.handle(http.MethodPost, managementPrefix+"/regions", s.mgmtCreateRegion)
 	s.handle(http.MethodGet, managementPrefix+"/regions/:name", s.mgmtGetRegion)
+	s.handle(http.MethodPatch, managementPrefix+"/regions/:name", s.mgmtAlterRegion)
 	s.handle(http.MethodDelete, managementPrefix+"/regions/:name", s.mgmtDeleteRegion)
 	s.handle(http.MethodGet, managementPrefix+"/regions/:name/indexes", s.mgmtListIndexes)
 	s.handle(http.MethodPost, managementPrefix+"/regions/:name/indexes", s.mgmtCreateIndex)

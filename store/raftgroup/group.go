@@ -24,6 +24,10 @@ import (
 // Config tunes a Raft group. Zero fields take the defaults of
 // DefaultConfig.
 type Config struct {
+	// WatchHistory is how many change events each group's state machine
+	// keeps for watches to resume from (fsm.Options.History; 0: its
+	// default).
+	WatchHistory int
 	// HeartbeatTimeout and ElectionTimeout bound how long a follower waits
 	// for the leader before starting an election; they set failover time.
 	HeartbeatTimeout time.Duration
@@ -62,6 +66,7 @@ type Config struct {
 // others can elect a new one.
 func DefaultConfig() Config {
 	return Config{
+		WatchHistory:       fsm.DefaultHistory,
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
@@ -295,6 +300,7 @@ func Open(o Options) (*Group, error) {
 	// halted follower stops acknowledging entries it does not apply.
 	halts := make(chan error, 1)
 	fo.Group = gid
+	fo.History = rc.WatchHistory
 	fo.OnHalt = func(err error) {
 		select {
 		case halts <- err:

@@ -11,4 +11,3 @@ import "github.com/kvnode/kvnode/fsm/history"
 // History is the group's change history. It is the same Log for the
 // state machine's lifetime: Restore resets it, waking its readers.
 func (f *FSM) History() *history.Log { return f.events }
-

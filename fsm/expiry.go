@@ -139,4 +139,3 @@ type DueKeys struct {
 	RegionID uint64
 	Keys     []string
 }
-

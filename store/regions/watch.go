@@ -43,11 +43,11 @@ const (
 )
 
 type watchReq struct {
-	Region string  `json:"region"`
-	ID     uint64  `json:"id"`
+	Region string      `json:"region"`
+	ID     uint64      `json:"id"`
 	After  history.Pos `json:"after"`
-	Max    int     `json:"max"`
-	WaitMs int64   `json:"waitMs"`
+	Max    int         `json:"max"`
+	WaitMs int64       `json:"waitMs"`
 	// Position asks only for the replica's current position (in Next).
 	Position bool `json:"position,omitempty"`
 }
@@ -55,7 +55,7 @@ type watchReq struct {
 type watchResp struct {
 	Events []history.Event `json:"events,omitempty"`
 	Next   history.Pos     `json:"next"`
-	Behind int         `json:"behind"`
+	Behind int             `json:"behind"`
 	// Gone is the history's floor when After is older than it.
 	Gone *history.Pos `json:"gone,omitempty"`
 }

@@ -50,6 +50,9 @@ type watchReq struct {
 	WaitMs int64       `json:"waitMs"`
 	// Position asks only for the replica's current position (in Next).
 	Position bool `json:"position,omitempty"`
+	// Capture asks for the region's entries here and the position after
+	// them (a watch's initial results).
+	Capture bool `json:"capture,omitempty"`
 }
 
 type watchResp struct {
@@ -58,6 +61,8 @@ type watchResp struct {
 	Behind int             `json:"behind"`
 	// Gone is the history's floor when After is older than it.
 	Gone *history.Pos `json:"gone,omitempty"`
+	// Entries answer Capture.
+	Entries []region.Entry `json:"entries,omitempty"`
 }
 
 // Watch opens a watch of region name's changes on this member (see
@@ -218,6 +223,9 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 	if err != nil {
 		return nil, err
 	}
+	if req.Capture {
+		return captureAnswer(f, req)
+	}
 	req.Max = min(max(req.Max, 1), batchEvents)
 	b, err := localEvents(ctx, f, req, min(time.Duration(req.WaitMs)*time.Millisecond, remoteWait))
 	var gone *history.GoneError
@@ -258,10 +266,52 @@ func (w *watch) capture(ctx context.Context, gid uint64, fn func(string, json.Ra
 		}
 		pos = z.Position()
 		return sendFrozen(z, fn)
-	}, func(string) error {
-		return fmt.Errorf("%w: initial results of partition group %d need a member that hosts it: watch from one of its replicas", region.ErrNotSupported, gid)
+	}, func(addr string) error {
+		body, err := json.Marshal(watchReq{Region: w.ref.Name, ID: id, Capture: true})
+		if err != nil {
+			return err
+		}
+		data, err := w.api.groups.Call(ctx, addr, gid, watchRPC, body)
+		if err != nil {
+			return fmt.Errorf("initial results of partition group %d from %s: %w", gid, addr, err)
+		}
+		var resp watchResp
+		if err := json.Unmarshal(data, &resp); err != nil {
+			return fmt.Errorf("initial results from %s: %w", addr, err)
+		}
+		pos = resp.Next
+		for _, e := range resp.Entries {
+			if err := fn(e.Key, e.Value); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return pos, err
+}
+
+// captureAnswer is the watch RPC's answer to a capture: every entry of the
+// region's part here and the position after them, in one frame (a part
+// larger than the frame limit is refused whole: watch from a member that
+// hosts the group).
+func captureAnswer(f *fsm.FSM, req watchReq) ([]byte, error) {
+	z, err := f.Freeze(req.Region, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	resp := watchResp{Next: z.Position()}
+	err = sendFrozen(z, func(k string, v json.RawMessage) error {
+		resp.Entries = append(resp.Entries, region.Entry{Key: k, Value: v})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encode the initial results: %w", err)
+	}
+	return out, nil
 }
 
 // sendFrozen calls fn with every entry of z, in key order.

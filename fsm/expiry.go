@@ -2,17 +2,17 @@ package fsm
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
 // Entry time-to-live. A write's deadline is the group's clock (state.now,
 // the latest Now of the commands applied) plus the command's TTL. An entry
 // past its deadline is gone for every write from that moment of the log on
-// (live), and for reads by the reader's clock too (FSM.nowLocked), even
+// (live), and for reads by the reader's clock too (state.readNow), even
 // before its removal is applied. The removal itself is a command: the
 // leader of a group proposes OpExpire with the keys it found due (Due),
 // and Apply removes those still due at the command's time, so every
@@ -29,7 +29,7 @@ func (s *state) deadline(c *codec.Command) uint64 {
 
 // emit records an event of the entry being applied.
 func (s *state) emit(t region.EventType, r *regionState, name, key string, value, old json.RawMessage) {
-	s.events.add(Event{Type: t, Region: name, RegionID: r.id, Key: key, Value: value, Old: old})
+	s.events.Add(history.Event{Type: t, Region: name, RegionID: r.id, Key: key, Value: value, Old: old})
 }
 
 // write stores value under key and records what it did: an update of a
@@ -90,10 +90,10 @@ func (s *state) expire(c *codec.Command, _ uint64) *codec.Result {
 	return &codec.Result{}
 }
 
-// nowLocked is the time reads judge deadlines by: the member's clock, or
-// the group's when that is ahead. The caller holds f.mu.
-func (f *FSM) nowLocked() uint64 {
-	return max(uint64(f.clock().UnixMilli()), f.st.now)
+// readNow is the time reads judge deadlines by: the member's clock, or
+// the group's when that is ahead. The caller holds the FSM's lock.
+func (s *state) readNow() uint64 {
+	return max(uint64(s.clock().UnixMilli()), s.now)
 }
 
 // Due lists, region by region (names ascending; id as the reads take it:
@@ -103,7 +103,7 @@ func (f *FSM) nowLocked() uint64 {
 func (f *FSM) Due(max int) []DueKeys {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	now := f.nowLocked()
+	now := f.st.readNow()
 	names := make([]string, 0, len(f.st.regions))
 	for name, r := range f.st.regions {
 		if r.mayExpire() {
@@ -138,33 +138,4 @@ type DueKeys struct {
 	Region   string
 	RegionID uint64
 	Keys     []string
-}
-
-// NextDeadline is the earliest deadline of any entry in the group (unix
-// milliseconds), and false when no entry has one.
-func (f *FSM) NextDeadline() (uint64, bool) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	next, ok := uint64(0), false
-	for _, r := range f.st.regions {
-		if !r.mayExpire() {
-			continue
-		}
-		if d, _ := r.expiry.Min(); !ok || d.at < next {
-			next, ok = d.at, true
-		}
-	}
-	return next, ok
-}
-
-// TTL returns the default entry time-to-live (milliseconds) of group 0's
-// region name.
-func (f *FSM) TTL(name string) (uint64, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	r, ok := f.st.regions[name]
-	if !ok {
-		return 0, fmt.Errorf("region %q: %w", name, region.ErrRegionNotFound)
-	}
-	return r.ttl, nil
 }

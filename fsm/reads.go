@@ -64,7 +64,7 @@ func (f *FSM) Get(name string, id uint64, key string) (json.RawMessage, error) {
 	var v json.RawMessage
 	ok := false
 	if r != nil {
-		v, ok = r.live(key, f.nowLocked())
+		v, ok = r.live(key, f.st.readNow())
 	}
 	if !ok {
 		return nil, fmt.Errorf("region %q: key %q: %w", name, key, region.ErrKeyNotFound)
@@ -85,7 +85,7 @@ func (f *FSM) GetMany(name string, id uint64, keys []string) ([]json.RawMessage,
 	if r == nil {
 		return out, nil
 	}
-	now := f.nowLocked()
+	now := f.st.readNow()
 	for i, k := range keys {
 		out[i], _ = r.live(k, now)
 	}
@@ -112,7 +112,7 @@ func (f *FSM) List(name string, id uint64, limit int) ([]region.Entry, error) {
 	if n == 0 {
 		return out, nil
 	}
-	now := f.nowLocked()
+	now := f.st.readNow()
 	r.entries.Ascend(func(e entry) bool {
 		if !e.expired(now) {
 			out = append(out, region.Entry{Key: e.key, Value: e.value})
@@ -134,7 +134,7 @@ func (f *FSM) Keys(name string, id uint64) ([]string, error) {
 		return []string{}, nil
 	}
 	out := make([]string, 0, r.entries.Len())
-	now := f.nowLocked()
+	now := f.st.readNow()
 	r.entries.Ascend(func(e entry) bool {
 		if !e.expired(now) {
 			out = append(out, e.key)
@@ -152,7 +152,7 @@ func (f *FSM) Count(name string, id uint64) (int, error) {
 	if err != nil || r == nil {
 		return 0, err
 	}
-	return r.entries.Len() - r.expiredCount(f.nowLocked()), nil
+	return r.entries.Len() - r.expiredCount(f.st.readNow()), nil
 }
 
 // RegionSize is a region's size on this replica.
@@ -232,7 +232,7 @@ func (f *FSM) Scan(name string, id uint64, fn func(key string, value json.RawMes
 		return err
 	}
 	t := r.entries.Clone()
-	now := f.nowLocked()
+	now := f.st.readNow()
 	f.mu.Unlock()
 	t.Ascend(func(e entry) bool { return e.expired(now) || fn(e.key, e.value) })
 	return nil
@@ -310,7 +310,7 @@ func (f *FSM) IndexScan(name string, id uint64, indexName string, ranges []index
 	}
 	x = x.Clone()
 	entries := r.entries.Clone()
-	now := f.nowLocked()
+	now := f.st.readNow()
 	f.mu.Unlock()
 	return x.Scan(ranges, func(key string) bool {
 		e, ok := entries.Get(entry{key: key})

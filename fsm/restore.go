@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -23,11 +24,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("fsm: restore snapshot: %w", err)
 	}
-	st.keyFilter = f.keyFilter
-	st.events.resize(f.history)
-	if st.events.n == 0 && st.events.floor == (Pos{}) {
+	st.keyFilter, st.clock = f.keyFilter, f.st.clock
+	h := st.restored
+	st.restored, st.events = nil, f.events
+	if h == nil {
 		// An older snapshot has no history: none is kept before it.
-		st.events.floor = Pos{Index: applied + 1}
+		h = &restoredHistory{floor: history.Pos{Index: applied + 1}}
 	}
 	f.mu.Lock()
 	// Indexes are derived state: rebuild the configured ones, large ones in
@@ -40,8 +42,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.st = st
 	st.defineIndexes(&f.mu, f.buildHook)
 	f.applied.set(applied)
+	f.events.Reset(h.floor, h.events, applied)
 	f.mu.Unlock()
-	f.signal()
 	return nil
 }
 
@@ -69,7 +71,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	st := newState(0)
+	st := newState()
 	if st.lastKey, err = sr.uvarint("key counter"); err != nil {
 		return nil, 0, err
 	}
@@ -114,7 +116,8 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 			if !first {
 				return nil, 0, errors.New("a second record of events")
 			}
-			err = sr.history(st.events)
+			st.restored = &restoredHistory{}
+			err = sr.history(st.restored)
 		case tagMeta:
 			if name, err = sr.string("meta key"); err == nil {
 				var m metaEntry
@@ -268,7 +271,7 @@ func (sr *snapshotReader) region(version byte) (string, *regionState, error) {
 
 // history reads the events record after its tag into h (which grows to
 // hold them all; Restore then keeps the newest the member wants).
-func (sr *snapshotReader) history(h *history) error {
+func (sr *snapshotReader) history(h *restoredHistory) error {
 	var err error
 	if h.floor.Index, err = sr.uvarint("history floor"); err != nil {
 		return err
@@ -286,9 +289,8 @@ func (sr *snapshotReader) history(h *history) error {
 		return err
 	}
 	prev := h.floor
-	var events []Event
 	for i := uint64(0); i < count; i++ {
-		var e Event
+		var e history.Event
 		if e.Pos.Index, err = sr.uvarint("event index"); err != nil {
 			return fmt.Errorf("event %d: %w", i, err)
 		}
@@ -317,14 +319,16 @@ func (sr *snapshotReader) history(h *history) error {
 			return fmt.Errorf("event %d: %w", i, err)
 		}
 		e.Value, e.Old = nilIfEmpty(e.Value), nilIfEmpty(e.Old)
-		events = append(events, e)
+		h.events = append(h.events, e)
 	}
-	h.buf = events
-	if len(h.buf) == 0 {
-		h.buf = make([]Event, 1)
-	}
-	h.start, h.n = 0, len(events)
 	return nil
+}
+
+// restoredHistory is a snapshot's change history, until Restore hands it
+// to the FSM's history.Log.
+type restoredHistory struct {
+	floor  history.Pos
+	events []history.Event
 }
 
 // nilIfEmpty: an event's absent value is written as an empty one (stored

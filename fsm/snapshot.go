@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/btree"
 	"github.com/hashicorp/raft"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -65,9 +66,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		lastKey: f.st.lastKey,
 		now:     f.st.now,
 		regions: make([]snapshotRegion, 0, len(f.st.regions)),
-		floor:   f.st.events.floor,
-		events:  f.st.events.events(),
 	}
+	s.floor, s.events = f.events.Snapshot()
 	for name, r := range f.st.regions {
 		s.regions = append(s.regions, snapshotRegion{name: name, kind: r.kind, id: r.id, ttl: r.ttl, entries: r.entries.Clone()})
 	}
@@ -93,8 +93,8 @@ type snapshot struct {
 	regions    []snapshotRegion    // sorted by name
 	tombstones []snapshotTombstone // sorted by name
 	meta       []snapshotMeta      // sorted by key
-	floor      Pos
-	events     []Event // oldest first
+	floor      history.Pos
+	events     []history.Event // oldest first
 }
 
 type snapshotRegion struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -275,7 +276,7 @@ func TestSnapshotGoldenV2(t *testing.T) {
 		t.Errorf("late write after restore: %v, want ErrRegionNotFound", res.Err)
 	}
 	// A version-2 snapshot has no history: resuming from before it is gone.
-	if _, err := f.Events(context.Background(), "orders", Pos{Index: 1}, 10); !errors.Is(err, ErrHistoryGone) {
+	if _, err := f.History().Events(context.Background(), "orders", history.Pos{Index: 1}, 10); !errors.Is(err, history.ErrGone) {
 		t.Errorf("Events from before a v2 snapshot: %v, want ErrHistoryGone", err)
 	}
 }
@@ -315,11 +316,11 @@ func TestSnapshotGoldenV3(t *testing.T) {
 		t.Errorf("keys after expiring at the restored deadline = %q, want [s2]", got)
 	}
 	// The history survived: every event, at the same positions.
-	want, err := src.f.Events(context.Background(), "orders", Pos{}, 100)
+	want, err := src.f.History().Events(context.Background(), "orders", history.Pos{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.Events(context.Background(), "orders", Pos{}, 100)
+	got, err := f.History().Events(context.Background(), "orders", history.Pos{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/google/btree"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/fsm/indexset"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
@@ -46,8 +48,14 @@ type state struct {
 	// every replica expires the same entries at the same log position. It
 	// travels in snapshots.
 	now uint64
-	// events is the group's change history (events.go), in snapshots.
-	events *history
+	// events is the group's change history (package history): the
+	// FSM's, for its lifetime; in snapshots.
+	events *history.Log
+	// restored is the history a snapshot being read carried (Restore).
+	restored *restoredHistory
+	// clock is the member's clock, for reads (readNow). Configuration like
+	// keyFilter, set again by Restore; Apply never reads it.
+	clock func() time.Time
 }
 
 // regionState is one region: its kind and its entries in key order.
@@ -118,13 +126,12 @@ type metaEntry struct {
 	version uint64
 }
 
-// newState returns an empty state keeping history events (0: the default).
-func newState(history int) *state {
+// newState returns an empty state.
+func newState() *state {
 	return &state{
 		regions:    make(map[string]*regionState),
 		tombstones: make(map[string]uint64),
 		meta:       make(map[string]metaEntry),
-		events:     newHistory(history),
 	}
 }
 

@@ -23,8 +23,8 @@ import (
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
-	"github.com/kvnode/kvnode/store/query"
 	"github.com/kvnode/kvnode/store/expiry"
+	"github.com/kvnode/kvnode/store/query"
 	"github.com/kvnode/kvnode/store/regions"
 	"github.com/kvnode/kvnode/store/transport"
 )

@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/internal/durable"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/transport"
@@ -66,7 +67,7 @@ type Config struct {
 // others can elect a new one.
 func DefaultConfig() Config {
 	return Config{
-		WatchHistory:       fsm.DefaultHistory,
+		WatchHistory:       history.Default,
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,

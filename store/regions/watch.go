@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -42,21 +43,26 @@ const (
 )
 
 type watchReq struct {
-	Region string  `json:"region"`
-	ID     uint64  `json:"id"`
-	After  fsm.Pos `json:"after"`
-	Max    int     `json:"max"`
-	WaitMs int64   `json:"waitMs"`
+	Region string      `json:"region"`
+	ID     uint64      `json:"id"`
+	After  history.Pos `json:"after"`
+	Max    int         `json:"max"`
+	WaitMs int64       `json:"waitMs"`
 	// Position asks only for the replica's current position (in Next).
 	Position bool `json:"position,omitempty"`
+	// Capture asks for the region's entries here and the position after
+	// them (a watch's initial results).
+	Capture bool `json:"capture,omitempty"`
 }
 
 type watchResp struct {
-	Events []fsm.Event `json:"events,omitempty"`
-	Next   fsm.Pos     `json:"next"`
-	Behind int         `json:"behind"`
+	Events []history.Event `json:"events,omitempty"`
+	Next   history.Pos     `json:"next"`
+	Behind int             `json:"behind"`
 	// Gone is the history's floor when After is older than it.
-	Gone *fsm.Pos `json:"gone,omitempty"`
+	Gone *history.Pos `json:"gone,omitempty"`
+	// Entries answer Capture.
+	Entries []region.Entry `json:"entries,omitempty"`
 }
 
 // Watch opens a watch of region name's changes on this member (see
@@ -75,7 +81,7 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 		}
 		gids = AllGroups(p)
 	}
-	w := &watch{api: r, ref: ref, gids: gids, pos: make([]fsm.Pos, len(gids)), buffer: opts.Buffer}
+	w := &watch{api: r, ref: ref, gids: gids, pos: make([]history.Pos, len(gids)), buffer: opts.Buffer}
 	if w.buffer <= 0 {
 		w.buffer = defaultBuffer
 	}
@@ -109,7 +115,7 @@ type watch struct {
 	api    *API
 	ref    Ref
 	gids   []uint64
-	pos    []fsm.Pos // delivered, by index in gids
+	pos    []history.Pos // delivered, by index in gids
 	buffer int
 
 	batches chan groupBatch
@@ -118,7 +124,7 @@ type watch struct {
 
 type groupBatch struct {
 	i   int // index in gids
-	b   fsm.Batch
+	b   history.Batch
 	err error
 }
 
@@ -134,7 +140,7 @@ func (w *watch) start() {
 
 // follow reads group gid's events from after on, until ctx ends or an
 // error (sent to Next) stops it.
-func (w *watch) follow(ctx context.Context, i int, gid uint64, after fsm.Pos) {
+func (w *watch) follow(ctx context.Context, i int, gid uint64, after history.Pos) {
 	for {
 		b, err := w.read(ctx, gid, after, remoteWait)
 		if ctx.Err() != nil {
@@ -158,14 +164,14 @@ func (w *watch) follow(ctx context.Context, i int, gid uint64, after fsm.Pos) {
 // read returns group gid's events of the region after a position, from a
 // replica here or on a member, waiting up to wait for some (a local
 // replica waits until ctx ends).
-func (w *watch) read(ctx context.Context, gid uint64, after fsm.Pos, wait time.Duration) (fsm.Batch, error) {
+func (w *watch) read(ctx context.Context, gid uint64, after history.Pos, wait time.Duration) (history.Batch, error) {
 	req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: wait.Milliseconds()}
 	return w.api.visitEvents(ctx, gid, req, wait)
 }
 
 // visitEvents runs req on a replica of group gid, here or on a member.
-func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, wait time.Duration) (fsm.Batch, error) {
-	var b fsm.Batch
+func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, wait time.Duration) (history.Batch, error) {
+	var b history.Batch
 	err := r.groups.Visit(ctx, gid, region.Stale, "watch", func(f *fsm.FSM) error {
 		var err error
 		b, err = localEvents(ctx, f, req, wait)
@@ -184,9 +190,9 @@ func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, wait ti
 			return fmt.Errorf("watch answer from %s: %w", addr, err)
 		}
 		if resp.Gone != nil {
-			return &fsm.HistoryGoneError{Asked: req.After, Oldest: *resp.Gone}
+			return &history.GoneError{Asked: req.After, Oldest: *resp.Gone}
 		}
-		b = fsm.Batch{Events: resp.Events, Next: resp.Next, Behind: resp.Behind}
+		b = history.Batch{Events: resp.Events, Next: resp.Next, Behind: resp.Behind}
 		return nil
 	})
 	return b, err
@@ -194,13 +200,13 @@ func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, wait ti
 
 // localEvents reads a local replica's events for req, waiting up to wait
 // (0: not at all) when there are none yet.
-func localEvents(ctx context.Context, f *fsm.FSM, req watchReq, wait time.Duration) (fsm.Batch, error) {
+func localEvents(ctx context.Context, f *fsm.FSM, req watchReq, wait time.Duration) (history.Batch, error) {
 	if req.Position {
-		return fsm.Batch{Next: f.Position()}, nil
+		return history.Batch{Next: f.History().Position()}, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	b, err := f.Events(wctx, req.Region, req.After, req.Max)
+	b, err := f.History().Events(wctx, req.Region, req.After, req.Max)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return b, nil // nothing new within wait
 	}
@@ -217,9 +223,12 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 	if err != nil {
 		return nil, err
 	}
+	if req.Capture {
+		return captureAnswer(f, req)
+	}
 	req.Max = min(max(req.Max, 1), batchEvents)
 	b, err := localEvents(ctx, f, req, min(time.Duration(req.WaitMs)*time.Millisecond, remoteWait))
-	var gone *fsm.HistoryGoneError
+	var gone *history.GoneError
 	var resp watchResp
 	switch {
 	case errors.As(err, &gone):
@@ -237,36 +246,94 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 }
 
 // position is group gid's current position, after everything applied.
-func (w *watch) position(ctx context.Context, gid uint64) (fsm.Pos, error) {
+func (w *watch) position(ctx context.Context, gid uint64) (history.Pos, error) {
 	b, err := w.api.visitEvents(ctx, gid, watchReq{Position: true}, 0)
 	return b.Next, err
 }
 
 // capture sends group gid's part of the region to fn and returns the
 // position after the state it saw.
-func (w *watch) capture(ctx context.Context, gid uint64, fn func(string, json.RawMessage) error) (fsm.Pos, error) {
+func (w *watch) capture(ctx context.Context, gid uint64, fn func(string, json.RawMessage) error) (history.Pos, error) {
 	id := w.ref.ID
 	if gid == controlGroup {
 		id = 0
 	}
-	var pos fsm.Pos
+	var pos history.Pos
 	err := w.api.groups.Visit(ctx, gid, region.Stale, "watch", func(f *fsm.FSM) error {
-		var err error
-		pos, err = f.Capture(w.ref.Name, id, fn)
-		return err
-	}, func(string) error {
-		return fmt.Errorf("%w: initial results of partition group %d need a member that hosts it: watch from one of its replicas", region.ErrNotSupported, gid)
+		z, err := f.Freeze(w.ref.Name, id)
+		if err != nil {
+			return err
+		}
+		pos = z.Position()
+		return sendFrozen(z, fn)
+	}, func(addr string) error {
+		body, err := json.Marshal(watchReq{Region: w.ref.Name, ID: id, Capture: true})
+		if err != nil {
+			return err
+		}
+		data, err := w.api.groups.Call(ctx, addr, gid, watchRPC, body)
+		if err != nil {
+			return fmt.Errorf("initial results of partition group %d from %s: %w", gid, addr, err)
+		}
+		var resp watchResp
+		if err := json.Unmarshal(data, &resp); err != nil {
+			return fmt.Errorf("initial results from %s: %w", addr, err)
+		}
+		pos = resp.Next
+		for _, e := range resp.Entries {
+			if err := fn(e.Key, e.Value); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return pos, err
 }
 
+// captureAnswer is the watch RPC's answer to a capture: every entry of the
+// region's part here and the position after them, in one frame (a part
+// larger than the frame limit is refused whole: watch from a member that
+// hosts the group).
+func captureAnswer(f *fsm.FSM, req watchReq) ([]byte, error) {
+	z, err := f.Freeze(req.Region, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	resp := watchResp{Next: z.Position()}
+	err = sendFrozen(z, func(k string, v json.RawMessage) error {
+		resp.Entries = append(resp.Entries, region.Entry{Key: k, Value: v})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encode the initial results: %w", err)
+	}
+	return out, nil
+}
+
+// sendFrozen calls fn with every entry of z, in key order.
+func sendFrozen(z *fsm.Frozen, fn func(string, json.RawMessage) error) error {
+	cur, buf := z.Cursor(), make([]region.Entry, 256)
+	for n := cur.Read(buf); n > 0; n = cur.Read(buf) {
+		for _, e := range buf[:n] {
+			if err := fn(e.Key, e.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // checkHistory refuses a token older than some group's history.
 func (w *watch) checkHistory(ctx context.Context, token string) error {
-	oldest := make([]fsm.Pos, len(w.gids))
+	oldest := make([]history.Pos, len(w.gids))
 	gone := false
 	for i, gid := range w.gids {
 		_, err := w.read(ctx, gid, w.pos[i], 0)
-		var g *fsm.HistoryGoneError
+		var g *history.GoneError
 		switch {
 		case errors.As(err, &g):
 			oldest[i], gone = g.Oldest, true
@@ -304,7 +371,7 @@ func (w *watch) Next(ctx context.Context) ([]region.Event, error) {
 
 // take turns a group's batch into the watch's events.
 func (w *watch) take(gb groupBatch) ([]region.Event, error) {
-	var gone *fsm.HistoryGoneError
+	var gone *history.GoneError
 	switch {
 	case errors.As(gb.err, &gone):
 		// The reader fell behind the history: as slow as a consumer can be.
@@ -353,7 +420,7 @@ func (w *watch) Close() { w.cancel() }
 
 // formatToken writes positions as "gid:index.n" per group, comma
 // separated, groups ascending.
-func formatToken(gids []uint64, pos []fsm.Pos) string {
+func formatToken(gids []uint64, pos []history.Pos) string {
 	var b strings.Builder
 	for i, gid := range gids {
 		if i > 0 {
@@ -369,7 +436,7 @@ func formatToken(gids []uint64, pos []fsm.Pos) string {
 }
 
 // parseToken reads a token of the groups gids.
-func parseToken(token string, gids []uint64) ([]fsm.Pos, error) {
+func parseToken(token string, gids []uint64) ([]history.Pos, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: resume token %q is not one of this region's (%s): use an event's id as it was sent", region.ErrInvalid, token, why)
 	}
@@ -377,7 +444,7 @@ func parseToken(token string, gids []uint64) ([]fsm.Pos, error) {
 	if len(parts) != len(gids) {
 		return nil, bad(fmt.Sprintf("it names %d groups, the region has %d", len(parts), len(gids)))
 	}
-	pos := make([]fsm.Pos, len(gids))
+	pos := make([]history.Pos, len(gids))
 	for i, part := range parts {
 		g, rest, ok1 := strings.Cut(part, ":")
 		idx, n, ok2 := strings.Cut(rest, ".")
@@ -390,7 +457,7 @@ func parseToken(token string, gids []uint64) ([]fsm.Pos, error) {
 		if gid != gids[i] {
 			return nil, bad(fmt.Sprintf("part %d is group %d, not %d", i+1, gid, gids[i]))
 		}
-		pos[i] = fsm.Pos{Index: index, N: uint32(num)}
+		pos[i] = history.Pos{Index: index, N: uint32(num)}
 	}
 	return pos, nil
 }

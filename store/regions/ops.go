@@ -55,10 +55,13 @@ func (r *API) CreateRegion(ctx context.Context, info region.Info) error {
 	return err
 }
 
-// AlterRegion changes a region's default entry time-to-live (0: never).
-// It applies to writes after the change: entries already written keep
-// the deadline they got.
+// AlterRegion changes a region's default entry time-to-live (whole
+// seconds, as region.Info shows it; 0: never). It applies to writes after
+// the change: entries already written keep the deadline they got.
 func (r *API) AlterRegion(ctx context.Context, name string, ttl time.Duration) error {
+	if ttl%time.Second != 0 {
+		return fmt.Errorf("%w: a region's entry time-to-live is whole seconds, not %v", region.ErrInvalid, ttl)
+	}
 	ms, err := regionTTL(ttl)
 	if err != nil {
 		return err

@@ -82,7 +82,7 @@ func Lookup(f *fsm.FSM, name string) (Ref, bool) {
 		return Ref{}, false
 	}
 	id, _ := f.RegionID(name)
-	ttl, _ := f.TTL(name)
+	ttl := uint64(info.EntryTimeToLive) * 1000 // whole seconds: what CreateRegion and AlterRegion accept
 	return Ref{Name: name, Kind: info.Kind, ID: id, TTL: ttl}, true
 }
 

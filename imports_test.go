@@ -121,6 +121,8 @@ func TestImportRules(t *testing.T) {
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
 		// The Server-Sent Events format, read: nothing of kvnode.
 		"cli/sse": {module},
+		// The command line's typed values, as text: nothing of kvnode.
+		"cli/scalar": {module},
 		// The load tool is a client of the API like any other, as cli is:
 		// REST only, no package of the server (it re-states the bucket hash
 		// rather than import partition).

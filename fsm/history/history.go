@@ -81,9 +81,11 @@ type Log struct {
 	cur Pos
 	// applied is the index of the last entry applied.
 	applied uint64
-	// wake is closed, and cleared, by the next Applied or Reset: nil
-	// while nobody waits.
-	wake chan struct{}
+	// wake, under wakeMu, is closed and cleared by the next Applied or
+	// Reset: nil while nobody waits. A reader takes it while it holds mu
+	// for reading, so the Applied that follows (which needs mu) closes it.
+	wakeMu sync.Mutex
+	wake   chan struct{}
 	// stopped is closed by Stop: the state machine halted.
 	stopped  chan struct{}
 	stopOnce sync.Once
@@ -132,12 +134,18 @@ func (l *Log) Add(e Event) {
 func (l *Log) Applied(index uint64) {
 	l.mu.Lock()
 	l.applied = index
-	wake := l.wake
-	l.wake = nil
 	l.mu.Unlock()
-	if wake != nil {
-		close(wake)
+	l.wakeAll()
+}
+
+// wakeAll wakes every reader waiting for events.
+func (l *Log) wakeAll() {
+	l.wakeMu.Lock()
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
 	}
+	l.wakeMu.Unlock()
 }
 
 // Position is the position after every entry applied.
@@ -178,9 +186,9 @@ type Batch struct {
 // *GoneError.
 func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batch, error) {
 	for {
-		l.mu.Lock()
+		l.mu.RLock()
 		if after.Less(l.floor) {
-			l.mu.Unlock()
+			l.mu.RUnlock()
 			return Batch{}, &GoneError{Asked: after, Oldest: l.floor}
 		}
 		b := Batch{Next: after}
@@ -197,14 +205,16 @@ func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batc
 			b.Next = p
 		}
 		if len(b.Events) > 0 || b.Next != after {
-			l.mu.Unlock()
+			l.mu.RUnlock()
 			return b, nil
 		}
+		l.wakeMu.Lock()
 		if l.wake == nil {
 			l.wake = make(chan struct{})
 		}
 		wake := l.wake
-		l.mu.Unlock()
+		l.wakeMu.Unlock()
+		l.mu.RUnlock()
 		select {
 		case <-wake:
 		case <-l.stopped:
@@ -241,10 +251,6 @@ func (l *Log) Reset(floor Pos, events []Event, applied uint64) {
 	clear(l.buf)
 	copy(l.buf, events[len(events)-keep:])
 	l.start, l.n, l.floor, l.applied = 0, keep, floor, applied
-	wake := l.wake
-	l.wake = nil
 	l.mu.Unlock()
-	if wake != nil {
-		close(wake)
-	}
+	l.wakeAll()
 }

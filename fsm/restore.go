@@ -25,10 +25,6 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	st.keyFilter = f.keyFilter
 	st.events.resize(f.history)
-	if st.events.n == 0 && st.events.floor == (Pos{}) {
-		// An older snapshot has no history: none is kept before it.
-		st.events.floor = Pos{Index: applied + 1}
-	}
 	f.mu.Lock()
 	// Indexes are derived state: rebuild the configured ones, large ones in
 	// the background like SetIndexes, so writes resume as soon as Restore
@@ -134,6 +130,12 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 	}
 	if err := sr.checkTrailer(); err != nil {
 		return nil, 0, err
+	}
+	if version < snapshotVersion {
+		// An older snapshot has no history: none is kept before it. (A
+		// version-3 snapshot with no event keeps its floor: nothing was
+		// dropped, so every member answers a token the same way.)
+		st.events.floor = Pos{Index: applied + 1}
 	}
 	return st, applied, nil
 }

@@ -326,6 +326,45 @@ func TestEventsWaits(t *testing.T) {
 	}
 }
 
+// TestEventsWokenByRestore: a watcher waiting on a member that installs a
+// snapshot from further on is told its position is gone when the
+// snapshot's history does not reach back to it, and reads on from the
+// snapshot's history when it does.
+func TestEventsWokenByRestore(t *testing.T) {
+	src := &node{t: t, f: New(Options{History: 2})}
+	src.create("r", region.Replicate) // 1
+	src.put("r", "a", `1`)            // 2
+	far := persist(t, src.f)          // history 2.1, floor 0.0
+	for i := range 3 {                // 3..5
+		src.put("r", fmt.Sprint(i), `2`)
+	}
+	farther := persist(t, src.f) // history 4.1, 5.1, floor 3.1
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lagging := newNode(t)
+	lagging.create("r", region.Replicate) // 1
+	done := callEvents(ctx, lagging.f, "r", lagging.f.Position())
+	stillWaitingEvents(t, done, "before the restore")
+	if err := restore(lagging.f, far); err != nil {
+		t.Fatal(err)
+	}
+	if c := receiveEvents(t, done, "after a restore that keeps its position"); c.err != nil || !slices.Equal(evs(c.batch.Events), []string{ev(2, 1, region.EventCreate, "a", "1", "")}) {
+		t.Fatalf("Events woken by a restore = %q, %v; want the create of a at 2.1", evs(c.batch.Events), c.err)
+	}
+
+	done = callEvents(ctx, lagging.f, "r", lagging.f.Position())
+	stillWaitingEvents(t, done, "before the second restore")
+	if err := restore(lagging.f, farther); err != nil {
+		t.Fatal(err)
+	}
+	c := receiveEvents(t, done, "after a restore past its position")
+	var gone *HistoryGoneError
+	if !errors.As(c.err, &gone) || gone.Oldest != (Pos{3, 1}) {
+		t.Fatalf("Events woken by a restore past the history = %q, %v; want a HistoryGoneError with Oldest {3 1}", evs(c.batch.Events), c.err)
+	}
+}
+
 // randomLog applies count random entry commands to n (regions r and s
 // must exist, replicated): see randomCommand.
 func randomLog(n *node, rng *rand.Rand, count int) {

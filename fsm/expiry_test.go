@@ -514,3 +514,26 @@ func TestDeterministicExpiry(t *testing.T) {
 		t.Fatalf("only %d of 10 logs end with keys due: Due is barely compared", dueSeeds)
 	}
 }
+
+// TestTimeOfBatchAndStagedCommands: the sub-commands of a batch and a
+// staged command carry their own time, which moves the group's clock like
+// any command's.
+func TestTimeOfBatchAndStagedCommands(t *testing.T) {
+	n, clk := newTimedNode(t, 0)
+	n.create("r", region.Replicate)
+	a, b := putAt("r", 5_000, 100, "a", `1`), putAt("r", 4_000, 200, "b", `1`) // b: 5_000 + 200
+	n.must(codec.Command{Op: codec.OpBatch, Batch: [][]byte{a.Encode(nil), b.Encode(nil)}})
+	clk.set(5_099)
+	checkDue(t, n.f, 10, nil)
+	clk.set(5_200)
+	checkDue(t, n.f, 10, []DueKeys{{Region: "r", Keys: []string{"a", "b"}}})
+	cmd, _ := bigPut("r", "big", StageChunkBytes+10)
+	cmd.Now, cmd.TTL = 9_000, 100
+	if res := n.applyRaw(StageCommand(1, cmd.Encode(nil))...); res.Err != nil {
+		t.Fatalf("staged put: %v", res.Err)
+	}
+	clk.set(0)
+	checkDue(t, n.f, 10, []DueKeys{{Region: "r", Keys: []string{"a", "b"}}}) // by the group's clock, 9_000
+	clk.set(9_100)
+	checkDue(t, n.f, 10, []DueKeys{{Region: "r", Keys: []string{"a", "b", "big"}}})
+}

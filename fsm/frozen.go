@@ -18,9 +18,10 @@ import (
 // position right after the frozen state: a watch's initial results are a
 // Frozen, and its changes start there (no gap, no duplicate).
 type Frozen struct {
-	t   *btree.BTreeG[entry] // nil: an empty region
-	now uint64               // deadlines not after it are expired
-	pos history.Pos
+	t      *btree.BTreeG[entry] // nil: an empty region
+	now    uint64               // deadlines not after it are expired (reads)
+	logNow uint64               // the group's clock (the change history's view)
+	pos    history.Pos
 }
 
 // Position is the position in the group's change history right after the
@@ -38,7 +39,7 @@ func (f *FSM) Freeze(name string, id uint64) (*Frozen, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := &Frozen{now: f.st.readNow(), pos: history.Pos{Index: f.applied.index.Load() + 1}}
+	z := &Frozen{now: f.st.readNow(), logNow: f.st.now, pos: history.Pos{Index: f.applied.index.Load() + 1}}
 	if r != nil {
 		z.t = r.entries.Clone()
 	}
@@ -55,6 +56,13 @@ func (z *Frozen) Len() int {
 
 // Cursor returns a cursor at the first entry.
 func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t, now: z.now} }
+
+// LogCursor is Cursor hiding only the entries expired by the group's
+// clock, not the member's: a watch's initial results, which must agree
+// with the events after them (an entry this member's clock finds expired
+// but the log does not yet is still there for the log: its removal, or a
+// write over it, comes as an event).
+func (z *Frozen) LogCursor() *Cursor { return &Cursor{t: z.t, now: z.logNow} }
 
 // Cursor reads a Frozen in ascending key order, a batch at a time. Each
 // Read seeks past the last key it returned (O(log n)), so a cursor holds no

@@ -237,7 +237,6 @@ func ensurePositive(n int) int {
 	return n
 }
 
-
 // Snapshot returns the floor and a copy of every event held, oldest first.
 func (l *Log) Snapshot() (Pos, []Event) {
 	l.mu.RLock()

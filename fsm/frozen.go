@@ -24,8 +24,7 @@ type Frozen struct {
 	pos    history.Pos
 }
 
-// Position is the position in the group's change history right after the
-// frozen state.
+// Position is the change history's position right after the state.
 func (z *Frozen) Position() history.Pos { return z.pos }
 
 // Freeze returns the region's entries as of now. Errors are those of the
@@ -57,11 +56,9 @@ func (z *Frozen) Len() int {
 // Cursor returns a cursor at the first entry.
 func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t, now: z.now} }
 
-// LogCursor is Cursor hiding only the entries expired by the group's
-// clock, not the member's: a watch's initial results, which must agree
-// with the events after them (an entry this member's clock finds expired
-// but the log does not yet is still there for the log: its removal, or a
-// write over it, comes as an event).
+// LogCursor hides only what the group's clock expired: a watch's initial
+// results, which agree with the events after them (the log's removal of
+// an entry, or a write over it, comes as an event).
 func (z *Frozen) LogCursor() *Cursor { return &Cursor{t: z.t, now: z.logNow} }
 
 // Cursor reads a Frozen in ascending key order, a batch at a time. Each

@@ -81,12 +81,16 @@ type Log struct {
 	cur Pos
 	// applied is the index of the last entry applied.
 	applied uint64
-	// wake is closed, and cleared, by the next Applied or Reset: nil
-	// while nobody waits.
-	wake chan struct{}
-	// stopped is closed by Stop: the state machine halted.
+	// wake, under wakeMu, is closed and cleared by the next Applied or
+	// Reset: nil while nobody waits. A reader takes it while it holds mu
+	// for reading, so the Applied that follows (which needs mu) closes it.
+	wakeMu sync.Mutex
+	wake   chan struct{}
+	// stopped is closed by Stop, stopErr says why: the state machine
+	// halted.
 	stopped  chan struct{}
 	stopOnce sync.Once
+	stopErr  error
 }
 
 // New returns an empty log keeping capacity events (0: Default).
@@ -97,9 +101,11 @@ func New(capacity int) *Log {
 	return &Log{buf: make([]Event, capacity), stopped: make(chan struct{})}
 }
 
-// Stop wakes every reader for good: the state machine halted, and no
-// event will follow.
-func (l *Log) Stop() { l.stopOnce.Do(func() { close(l.stopped) }) }
+// Stop wakes every reader for good with err: the state machine halted,
+// and no event will follow.
+func (l *Log) Stop(err error) {
+	l.stopOnce.Do(func() { l.stopErr = err; close(l.stopped) })
+}
 
 func (l *Log) at(i int) *Event { return &l.buf[(l.start+i)%len(l.buf)] }
 
@@ -132,12 +138,18 @@ func (l *Log) Add(e Event) {
 func (l *Log) Applied(index uint64) {
 	l.mu.Lock()
 	l.applied = index
-	wake := l.wake
-	l.wake = nil
 	l.mu.Unlock()
-	if wake != nil {
-		close(wake)
+	l.wakeAll()
+}
+
+// wakeAll wakes every reader waiting for events.
+func (l *Log) wakeAll() {
+	l.wakeMu.Lock()
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
 	}
+	l.wakeMu.Unlock()
 }
 
 // Position is the position after every entry applied.
@@ -174,13 +186,14 @@ type Batch struct {
 // in order, skipping other regions' events (they still move Next and
 // count in Behind). With nothing after it, it waits until an entry is
 // applied, ctx ends (ctx's error, with the Batch so far) or the log is
-// stopped (ErrStopped). A position older than the history kept is a
+// stopped (the error given to Stop). A position older than the history kept is a
 // *GoneError.
 func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batch, error) {
+	max = ensurePositive(max)
 	for {
-		l.mu.Lock()
+		l.mu.RLock()
 		if after.Less(l.floor) {
-			l.mu.Unlock()
+			l.mu.RUnlock()
 			return Batch{}, &GoneError{Asked: after, Oldest: l.floor}
 		}
 		b := Batch{Next: after}
@@ -197,26 +210,32 @@ func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batc
 			b.Next = p
 		}
 		if len(b.Events) > 0 || b.Next != after {
-			l.mu.Unlock()
+			l.mu.RUnlock()
 			return b, nil
 		}
+		l.wakeMu.Lock()
 		if l.wake == nil {
 			l.wake = make(chan struct{})
 		}
 		wake := l.wake
-		l.mu.Unlock()
+		l.wakeMu.Unlock()
+		l.mu.RUnlock()
 		select {
 		case <-wake:
 		case <-l.stopped:
-			return b, ErrStopped
+			return b, l.stopErr
 		case <-ctx.Done():
 			return b, ctx.Err()
 		}
 	}
 }
 
-// ErrStopped: the state machine stopped applying entries.
-var ErrStopped = errors.New("history: the state machine stopped")
+func ensurePositive(n int) int {
+	if n < 1 {
+		return 1
+	}
+	return n
+}
 
 // Snapshot returns the floor and a copy of every event held, oldest first.
 func (l *Log) Snapshot() (Pos, []Event) {
@@ -241,10 +260,6 @@ func (l *Log) Reset(floor Pos, events []Event, applied uint64) {
 	clear(l.buf)
 	copy(l.buf, events[len(events)-keep:])
 	l.start, l.n, l.floor, l.applied = 0, keep, floor, applied
-	wake := l.wake
-	l.wake = nil
 	l.mu.Unlock()
-	if wake != nil {
-		close(wake)
-	}
+	l.wakeAll()
 }

@@ -118,6 +118,7 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	if cfg.FunctionTimeout <= 0 {
 		cfg.FunctionTimeout = function.DefaultTimeout
 	}
+	cfg.Watch.OpenTimeout = cfg.RequestTimeout // a named query's read before the stream
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -50,6 +51,10 @@ func (s *fakeSource) Watch(ctx context.Context, name string, opts region.WatchOp
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if name == "opening" { // a watch that takes until its context ends to open
+		<-ctx.Done()
+		return nil, fmt.Errorf("open opening: %w", ctx.Err())
 	}
 	if opts.Initial != nil {
 		for _, e := range entries {
@@ -178,7 +183,11 @@ type harness struct {
 // queries is the named queries of the tests: "hot" over /orders.
 type queries map[string]string
 
-func (q queries) NamedQuery(_ context.Context, _ region.Consistency, id string) (region.NamedQuery, error) {
+func (q queries) NamedQuery(ctx context.Context, _ region.Consistency, id string) (region.NamedQuery, error) {
+	if id == "leaderless" { // the control group has no leader: the read waits
+		<-ctx.Done()
+		return region.NamedQuery{}, fmt.Errorf("read query %q: %w", id, ctx.Err())
+	}
 	text, ok := q[id]
 	if !ok {
 		return region.NamedQuery{}, region.ErrKeyNotFound
@@ -230,7 +239,7 @@ func (hs *harness) serve(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusBadRequest
 	case errors.Is(err, region.ErrRegionNotFound), errors.Is(err, region.ErrKeyNotFound):
 		status = http.StatusNotFound
-	case errors.Is(err, ErrTooManyWatchers), errors.Is(err, region.ErrNoLeader):
+	case errors.Is(err, ErrTooManyWatchers), errors.Is(err, region.ErrNoLeader), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
 	}
 	body, _ := jsonout.Marshal(struct {

@@ -19,6 +19,7 @@ const (
 	DefaultBuffer       = 4096
 	DefaultKeepAlive    = 15 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
+	DefaultOpenTimeout  = 10 * time.Second
 )
 
 // Config tunes the watches of one member. The zero value is usable.
@@ -34,6 +35,10 @@ type Config struct {
 	KeepAlive time.Duration
 	// WriteTimeout bounds each write to a client (10 s; doc.go).
 	WriteTimeout time.Duration
+	// OpenTimeout bounds the reads before a stream that wait on the
+	// cluster, such as a named query's (10 s; rest passes its request
+	// timeout): a cluster without a leader is a 503, not a hang.
+	OpenTimeout time.Duration
 	// Compile turns a continuous query's text into its region and
 	// Matcher; nil refuses q and query.
 	Compile Compiler
@@ -114,6 +119,9 @@ func New(cfg Config, source Source, queries Queries) *Handler {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.OpenTimeout <= 0 {
+		cfg.OpenTimeout = DefaultOpenTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -153,7 +161,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, authorize func(r
 		return fmt.Errorf("%w: %d watches are open (--max-watchers); try again later or on another member", ErrTooManyWatchers, cap(h.slots))
 	}
 	if h.closing.Err() != nil {
-		return fmt.Errorf("%w: the member is shutting down", region.ErrShuttingDown)
+		return errShuttingDown
 	}
 
 	out := newSSE(w, name, h.cfg.WriteTimeout, h.opened)
@@ -194,7 +202,9 @@ func (h *Handler) resolve(ctx context.Context, req *request) (string, Matcher, e
 		return "", nil, fmt.Errorf("%w: continuous queries (q, query) are not served by this member", region.ErrInvalid)
 	}
 	if req.query != "" {
-		nq, err := h.queries.NamedQuery(ctx, region.Linearizable, req.query)
+		qctx, cancel := context.WithTimeout(ctx, h.cfg.OpenTimeout)
+		defer cancel()
+		nq, err := h.queries.NamedQuery(qctx, region.Linearizable, req.query)
 		if err != nil {
 			return "", nil, fmt.Errorf("named query %q: %w", req.query, err)
 		}
@@ -210,11 +220,17 @@ func (h *Handler) resolve(ctx context.Context, req *request) (string, Matcher, e
 	return name, m, nil
 }
 
+// errShuttingDown refuses watches once Shutdown was called (503).
+var errShuttingDown = fmt.Errorf("%w: watches are not served any more", region.ErrShuttingDown)
+
 // refuse answers an error of Watch before the stream began: a 410 with
 // the oldest token here, anything else by the caller's error table.
 func (h *Handler) refuse(w http.ResponseWriter, err error) error {
 	var gone *region.GoneError
 	if !errors.As(err, &gone) {
+		if h.closing.Err() != nil && errors.Is(err, context.Canceled) {
+			return errShuttingDown // Shutdown came while the watch opened
+		}
 		return err
 	}
 	body, merr := jsonout.Marshal(struct {

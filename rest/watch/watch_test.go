@@ -362,7 +362,7 @@ func TestKeepAlive(t *testing.T) {
 // TestRefusals: errors before the stream are answered as JSON with their
 // status, and open nothing.
 func TestRefusals(t *testing.T) {
-	hs := newHarness(t, Config{})
+	hs := newHarness(t, Config{OpenTimeout: 50 * time.Millisecond})
 	hs.src.errs["gone"] = fmt.Errorf("watch: %w", region.ErrRegionNotFound)
 	hs.src.errs["old"] = &region.GoneError{Token: "0:1.1", Oldest: "0:500.1"}
 	hs.src.errs["badtoken"] = fmt.Errorf("%w: token %q is not a token of region old", region.ErrInvalid, "x")
@@ -386,6 +386,7 @@ func TestRefusals(t *testing.T) {
 		{q("q", "SELECT 1"), 400, "not a continuous query"},
 		{q("q", "SELECT * FROM /orders o", "region", "other"), 400, `region "other" is not the region the query reads ("orders")`},
 		{q("query", "nope"), 404, `named query "nope"`},
+		{q("query", "leaderless"), 503, "deadline exceeded"},
 		{q("region", "gone"), 404, "region not found"},
 		{q("region", "badtoken", "from", "x"), 400, "not a token"},
 		{q("region", "secret"), 403, "forbidden"},
@@ -533,10 +534,31 @@ func TestRegionDestroyed(t *testing.T) {
 	})
 }
 
-// TestShutdown: every stream ends with an error event and its token; new
-// watches are refused.
+// TestShutdown: every stream ends with an error event and its token; a
+// watch still opening and new watches are refused (503).
 func TestShutdown(t *testing.T) {
 	hs := newHarness(t, Config{})
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	opening := make(chan answer, 1)
+	go func() {
+		resp, err := hs.srv.Client().Get(hs.srv.URL + "/kv/v1/watch?" + q("region", "opening"))
+		if err != nil {
+			opening <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		opening <- answer{resp.StatusCode, string(body), err}
+	}()
+	waitfor.Cond(t, 5*time.Second, "the watch to be opening", func() bool {
+		hs.src.mu.Lock()
+		defer hs.src.mu.Unlock()
+		return len(hs.src.asked) == 1
+	})
 	c := hs.watch(t, q("region", "orders"))
 	c.next(t)
 	w := <-hs.src.watches
@@ -552,9 +574,12 @@ func TestShutdown(t *testing.T) {
 		open, _, reasons := hs.obs.counts()
 		return open == 0 && reasons[ReasonShutdown] == 1
 	})
+	if o := <-opening; o.err != nil || o.status != 503 || !strings.Contains(o.body, "shutting down") {
+		t.Errorf("a watch opening at Shutdown: got %d %s (%v), want 503 saying the member shuts down", o.status, o.body, o.err)
+	}
 	c = hs.watch(t, q("region", "orders"))
-	if body := c.body(t); c.resp.StatusCode != 503 {
-		t.Errorf("a watch after Shutdown: got %d %s, want 503", c.resp.StatusCode, body)
+	if body := c.body(t); c.resp.StatusCode != 503 || !strings.Contains(body, "shutting down") {
+		t.Errorf("a watch after Shutdown: got %d %s, want 503 saying the member shuts down", c.resp.StatusCode, body)
 	}
 }
 

@@ -59,8 +59,8 @@ type Config struct {
 	// RemoveMember answers DELETE /management/v1/members/{name} (store's
 	// RemoveMember); nil: 404.
 	RemoveMember func(ctx context.Context, name string) error
-	// Watch tunes GET /kv/v1/watch (package watch); its Compile is the
-	// adapter point of continuous queries (q, query): nil refuses them.
+	// Watch tunes GET /kv/v1/watch (package watch). Its Compile, when
+	// nil, is oql's continuous queries (continuousQuery).
 	Watch watch.Config
 }
 
@@ -119,6 +119,9 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 		cfg.FunctionTimeout = function.DefaultTimeout
 	}
 	cfg.Watch.OpenTimeout = cfg.RequestTimeout // a named query's read before the stream
+	if cfg.Watch.Compile == nil {
+		cfg.Watch.Compile = continuousQuery(store)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

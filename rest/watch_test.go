@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -180,5 +181,133 @@ func TestWatchRoute(t *testing.T) {
 		if !strings.HasPrefix(got, "event: error\nid: 0:1.1\ndata: {\"type\":\"error\",\"cause\":\"the member is shutting down") {
 			t.Errorf("got %q, want an error event saying the member is shutting down", got)
 		}
+	}
+}
+
+// sseEvent is one block of a stream, read by the field rules of the HTML
+// standard (enough for these tests: LF line ends, one data line).
+type sseEvent struct {
+	event, id string
+	data      map[string]any
+	comment   bool
+}
+
+func nextEvent(t *testing.T, r *bufio.Reader) sseEvent {
+	t.Helper()
+	var e sseEvent
+	for _, line := range strings.Split(strings.TrimSuffix(readBlock(t, r), "\n"), "\n") {
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "":
+			e.comment = true
+		case "event":
+			e.event = value
+		case "id":
+			e.id = value
+		case "data":
+			if err := json.Unmarshal([]byte(value), &e.data); err != nil {
+				t.Fatalf("data is not JSON: %v: %s", err, value)
+			}
+		}
+	}
+	return e
+}
+
+// nextChange skips keep-alives.
+func nextChange(t *testing.T, r *bufio.Reader) sseEvent {
+	t.Helper()
+	for {
+		if e := nextEvent(t, r); !e.comment {
+			return e
+		}
+	}
+}
+
+// summary is an event as "type key value".
+func (e sseEvent) summary() string {
+	s := e.event + " " + fmt.Sprint(e.data["key"])
+	if v, ok := e.data["value"]; ok {
+		b, _ := json.Marshal(v)
+		s += " " + string(b)
+	}
+	return s
+}
+
+// TestWatchEndToEnd: over the real store, a continuous query with a bind
+// value (initial entries, then create, update and destroy as entries enter,
+// change inside and leave its result), a resumption exactly after a token,
+// queries a watch cannot evaluate (400), and the end when the region is
+// destroyed.
+func TestWatchEndToEnd(t *testing.T) {
+	ts := newTestServer(t)
+	ts.mkRegion(t, "orders", region.Replicate, "k1", `{"total":5}`, "k2", `{"total":500}`)
+	cq := "/kv/v1/watch?" + url.Values{"q": {"SELECT * FROM /orders o WHERE o.total > $1"}, "binds": {"[100]"}}.Encode()
+
+	resp := openWatch(t, ts.base, "GET", cq+"&initial=true", "", "")
+	if resp.StatusCode != 200 {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("got %d %s, want 200", resp.StatusCode, body)
+	}
+	r := bufio.NewReader(resp.Body)
+	if e := nextChange(t, r); e.summary() != `initial k2 {"total":500}` || e.id != "" {
+		t.Fatalf("got %s (id %q), want the initial k2 without an id", e.summary(), e.id)
+	}
+	if e := nextChange(t, r); e.event != "ready" || e.data["token"] != e.id || e.id == "" {
+		t.Fatalf("got %s %v, want ready with its token as id", e.event, e.data)
+	}
+	put := func(key, value string) {
+		t.Helper()
+		if got := ts.do(t, "PUT", "/kv/v1/orders/"+key, "application/json", value); got.status != 200 {
+			t.Fatalf("PUT %s: %d %s", key, got.status, got.body)
+		}
+	}
+	put("k1", `{"total":200}`)
+	put("k1", `{"total":300}`)
+	put("k3", `{"total":7}`)
+	put("k2", `{"total":1}`)
+	if got := ts.do(t, "DELETE", "/kv/v1/orders/k1", "", ""); got.status != 200 {
+		t.Fatalf("DELETE k1: %d %s", got.status, got.body)
+	}
+	var tokens []string
+	for _, want := range []string{`create k1 {"total":200}`, `update k1 {"total":300}`, `destroy k2`, `destroy k1`} {
+		e := nextChange(t, r)
+		if e.summary() != want {
+			t.Fatalf("got %s, want %s", e.summary(), want)
+		}
+		tokens = append(tokens, e.id)
+	}
+
+	// Resumed after the create, the watch sends what followed, once.
+	resp = openWatch(t, ts.base, "GET", cq+"&from="+url.QueryEscape(tokens[0]), "", "")
+	r = bufio.NewReader(resp.Body)
+	if e := nextChange(t, r); e.event != "ready" {
+		t.Fatalf("got %s, want ready", e.event)
+	}
+	for i, want := range []string{`update k1 {"total":300}`, `destroy k2`, `destroy k1`} {
+		if e := nextChange(t, r); e.summary() != want || e.id != tokens[i+1] {
+			t.Fatalf("resumed: got %s (id %s), want %s (id %s)", e.summary(), e.id, want, tokens[i+1])
+		}
+	}
+
+	for _, tc := range []struct{ q, cause string }{
+		{"SELECT count(*) FROM /orders", "not a continuous query"},
+		{"SELECT * FROM /orders o ORDER BY o.total", "not a continuous query"},
+		{"SELECT * FROM /orders o WHERE o.total >", "syntax error"},
+		{"SELECT * FROM /orders o WHERE o.total > $1", "bind"},
+	} {
+		got := ts.do(t, "GET", "/kv/v1/watch?q="+url.QueryEscape(tc.q), "", "")
+		expect{status: 400, cause: tc.cause}.check(t, ts, got)
+	}
+
+	// A region watch ends when the region is destroyed.
+	resp = openWatch(t, ts.base, "GET", "/kv/v1/watch?region=orders", "", "")
+	r = bufio.NewReader(resp.Body)
+	nextChange(t, r)
+	if got := ts.do(t, "DELETE", "/management/v1/regions/orders", "", ""); got.status != 200 {
+		t.Fatalf("destroy orders: %d %s", got.status, got.body)
+	}
+	if e := nextChange(t, r); e.event != "end" || e.data["cause"] != `region "orders" was destroyed` {
+		t.Fatalf("got %s %v, want end: region \"orders\" was destroyed", e.event, e.data)
 	}
 }

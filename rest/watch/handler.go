@@ -291,8 +291,8 @@ func (h *Handler) finish(ctx context.Context, out *sse, token string, err error)
 		h.closed(out, ReasonRegionDestroyed)
 		return
 	case errors.Is(err, region.ErrSlowConsumer):
-		reason, cause = ReasonSlow, fmt.Sprintf("%v: more than %d events behind; resume from token", err, h.cfg.Buffer)
-	case h.closing.Err() != nil:
+		reason, cause = ReasonSlow, err.Error()+"; resume from the token"
+	case h.closing.Err() != nil, errors.Is(err, region.ErrShuttingDown):
 		reason, cause = ReasonShutdown, "the member is shutting down; resume from token on another member"
 	case ctx.Err() != nil:
 		h.closed(out, ReasonClient) // the client went away

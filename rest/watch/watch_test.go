@@ -648,3 +648,21 @@ func TestOutlivesServerTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreShuttingDown: a watch the store ends because the member stops
+// ends as a shutdown: an error event with the token.
+func TestStoreShuttingDown(t *testing.T) {
+	hs := newHarness(t, Config{})
+	c := hs.watch(t, q("region", "orders"))
+	c.next(t)
+	w := <-hs.src.watches
+	w.fail(fmt.Errorf("watch group 0: %w", region.ErrShuttingDown))
+	b := c.next(t)
+	if d := b.doc(t); b.Type != "error" || d["token"] != "t0" || !strings.Contains(d["cause"].(string), "shutting down") {
+		t.Fatalf("got %q %s, want an error event saying the member shuts down, token t0", b.Type, b.Data)
+	}
+	waitfor.Cond(t, 5*time.Second, "the watch closed as shutdown", func() bool {
+		_, _, reasons := hs.obs.counts()
+		return reasons[ReasonShutdown] == 1
+	})
+}

@@ -52,6 +52,9 @@ type Store interface {
 	// CompileQuery parses text (cached per node): *oql.SyntaxError.
 	CompileQuery(text string) (*oql.Query, error)
 	Query(ctx context.Context, c region.Consistency, q *oql.Query, params []any, opt oql.Options) (*oql.Result, error)
+
+	// Watch opens a stream of a region's changes (GET /kv/v1/watch, package watch).
+	Watch(ctx context.Context, name string, opts region.WatchOptions) (region.Watch, error)
 }
 
 // Members lists the REST base URLs of live cluster members, for GET /servers.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -150,7 +149,7 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	// After routing: the client's URL back for everything that reads it;
 	// compression around everything that writes an answer; request bodies
 	// decoded only for authenticated requests.
-	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, s.recoverPanics, s.authenticate, middleware.Decompress(), s.deadline)
+	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, middleware.Recover(s.log), s.authenticate, middleware.Decompress(), s.deadline)
 	s.routes()
 	return s
 }
@@ -217,42 +216,6 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 		defer c.SetRequest(req)
 		return next(c)
 	}
-}
-
-// recoverPanics turns a panicking handler into a 500 with a JSON cause. The
-// stack goes to the log, never to the client.
-func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			r := recover()
-			if r == nil {
-				return
-			}
-			if r == http.ErrAbortHandler {
-				// net/http's way to abort a response on purpose; let it do so.
-				panic(r)
-			}
-			s.log.Error("handler panicked", "method", c.Request().Method,
-				"path", c.Request().URL.EscapedPath(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()), requestID(c))
-			err = &panicError{value: r}
-		}()
-		return next(c)
-	}
-}
-
-// panicError is what a recovered panic becomes. Its message names the panic
-// only when the value is an error or a string, which cannot carry memory
-// addresses the way an arbitrary value printed with %v can.
-type panicError struct{ value any }
-
-func (p *panicError) Error() string {
-	switch v := p.value.(type) {
-	case error:
-		return "internal error: handler panicked: " + v.Error()
-	case string:
-		return "internal error: handler panicked: " + v
-	}
-	return "internal error: handler panicked"
 }
 
 // accessLog logs every request at debug level and tells the Observer. It

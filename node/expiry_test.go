@@ -84,3 +84,70 @@ func TestExpiryOnEveryMember(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiryAcrossFailoverAndRestart: deadlines are part of the replicated
+// state. Entries written just before the control group's leader is killed
+// expire on time under the new leader (removed, with their expire events);
+// an entry with a long time-to-live survives the failover and the restart
+// of every member, and one written with a short one before a full restart
+// is gone after it, its deadline kept by the log and snapshots, not by a
+// member's memory.
+func TestExpiryAcrossFailoverAndRestart(t *testing.T) {
+	ip := nodetest.New(t)
+	for _, name := range []string{"a", "b", "c"} {
+		ip.Start(name, 3)
+	}
+	leader := ip.Leader()
+	var rest []*node.Node
+	for _, n := range ip.Nodes {
+		if n != leader {
+			rest = append(rest, n)
+		}
+	}
+	nodetest.MustCall(t, rest[0], "POST", "/management/v1/regions", `{"name":"tokens","type":"REPLICATE"}`, 201)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w, err := node.Regions(rest[0]).Watch(ctx, "tokens", region.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	nodetest.MustCall(t, rest[1], "PUT", "/kv/v1/tokens/short?ttl=2", `{"t":1}`, 200)
+	nodetest.MustCall(t, rest[1], "PUT", "/kv/v1/tokens/long?ttl=3600", `{"t":2}`, 200)
+	ip.Stop(leader.Name(), false)
+
+	// Under the new leader: short expires on time, seen by the watcher.
+	evs := collect(t, w, 3)
+	if got := fmt.Sprintf("%s %s, %s %s, %s %s", evs[0].Type, evs[0].Key, evs[1].Type, evs[1].Key, evs[2].Type, evs[2].Key); got != "create short, create long, expire short" {
+		t.Errorf("events through the failover: %s; want the two creates and short's expiry", got)
+	}
+	for _, m := range rest {
+		nodetest.MustCall(t, m, "GET", "/kv/v1/tokens/short", "", 404)
+		nodetest.MustCall(t, m, "GET", "/kv/v1/tokens/long", "", 200)
+	}
+	// A short-lived entry, then every member down and up again.
+	nodetest.MustCall(t, rest[0], "PUT", "/kv/v1/tokens/brief?ttl=2", `{"t":3}`, 200)
+	written := time.Now()
+	for _, m := range rest {
+		ip.Stop(m.Name(), true)
+	}
+	var up []*node.Node
+	for _, name := range []string{"a", "b", "c"} {
+		up = append(up, ip.Start(name, 3))
+	}
+	ip.Leader()
+	for _, m := range up {
+		waitfor.Cond(t, 30*time.Second, m.Name()+" to serve after the restart", func() bool {
+			return nodetest.Call(t, m, "GET", "/kv/v1/tokens/long", "").Status == 200
+		})
+	}
+	if time.Since(written) < 2*time.Second {
+		// Still alive before its deadline: the restart kept the entry.
+		nodetest.MustCall(t, up[0], "GET", "/kv/v1/tokens/brief", "", 200)
+	}
+	for _, m := range up {
+		waitfor.Cond(t, 20*time.Second, "brief to be gone on "+m.Name(), func() bool {
+			return nodetest.Call(t, m, "GET", "/kv/v1/tokens/brief?consistency=stale", "").Status == 404
+		})
+	}
+}

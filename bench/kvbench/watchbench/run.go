@@ -187,14 +187,15 @@ func (r *runner) startWatchers(ctx context.Context, base string) ([]*watcher, *s
 	return ws, wg, nil
 }
 
-// drain waits until every watcher still open has received acked writes,
+// drain waits until every watcher still open has received acked writes
+// (one the member ended will not),
 // for at most cfg.DrainTimeout; it returns when it stopped waiting.
 func (r *runner) drain(ctx context.Context, ws []*watcher, acked int64) time.Time {
 	deadline := time.Now().Add(r.cfg.DrainTimeout)
 	for {
 		behind := 0
 		for _, w := range ws {
-			if w.distinct.Load() < acked {
+			if !w.ended.Load() && w.distinct.Load() < acked {
 				behind++
 			}
 		}

@@ -199,7 +199,7 @@ func TestRunMissing(t *testing.T) {
 		return ""
 	}
 	cfg := testConfig(url, 5)
-	cfg.DrainTimeout = 300 * time.Millisecond
+	cfg.DrainTimeout = time.Second
 	var out bytes.Buffer
 	cfg.Label = "faults"
 	res, err := Run(context.Background(), cfg, kvbench.Output{Results: &out, JSON: true})

@@ -29,6 +29,9 @@ type watcher struct {
 	// cause says why the stream ended before the run closed it ("" while
 	// it is open, or when the run closed it).
 	cause string
+	// ended is set when the stream has stopped, for whatever reason (the
+	// drain does not wait for it).
+	ended atomic.Bool
 	// pending holds latencies not yet handed to the shared histograms.
 	pending []int64
 }
@@ -64,6 +67,7 @@ func (w *watcher) run(ctx context.Context, s *watchStream, ready func(error)) {
 		}
 	}
 	err := w.read(ctx, s, func() { signal(nil) })
+	defer w.ended.Store(true)
 	w.flush(s.lat)
 	if ctx.Err() != nil {
 		signal(ctx.Err())

@@ -110,6 +110,7 @@ for line in open(sys.argv[1]):
     if r.get("memory_error"):
         print("memory not measured:", r["memory_error"])
     else:
+        print(f"CPU while watching: member {r['member_cpu_per_sec']:.2f} s/s, kvbench {r['tool_cpu_per_sec']:.2f} s/s")
         print(f"{'member memory':<18}{'heap in use MiB':>16}{'resident MiB':>14}{'goroutines':>12}{'open fds':>10}")
         for k, name in (("before", "before watchers"), ("live", "watchers live"), ("peak", "peak under writes"), ("after", "after close")):
             s = m[k]

@@ -11,12 +11,15 @@ import (
 
 // Memory is the watched member's memory (and what holds it) at one
 // moment, from the Go and process collectors of its /metrics
-// (docs/metrics.md).
+// (docs/metrics.md), with the CPU time it has used so far: the tool runs
+// on the member's machine, and what each took of it belongs beside the
+// latencies.
 type Memory struct {
 	HeapInuseBytes float64 `json:"heap_inuse_bytes"` // go_memstats_heap_inuse_bytes
 	ResidentBytes  float64 `json:"resident_bytes"`   // process_resident_memory_bytes
 	Goroutines     float64 `json:"goroutines"`       // go_goroutines
 	OpenFDs        float64 `json:"open_fds"`         // process_open_fds
+	CPUSeconds     float64 `json:"cpu_seconds"`      // process_cpu_seconds_total
 }
 
 // metricFields names the metrics Memory reads.
@@ -26,6 +29,7 @@ func (m *Memory) metricFields() map[string]*float64 {
 		"process_resident_memory_bytes": &m.ResidentBytes,
 		"go_goroutines":                 &m.Goroutines,
 		"process_open_fds":              &m.OpenFDs,
+		"process_cpu_seconds_total":     &m.CPUSeconds,
 	}
 }
 
@@ -35,6 +39,7 @@ func (m *Memory) peak(o Memory) {
 	m.ResidentBytes = max(m.ResidentBytes, o.ResidentBytes)
 	m.Goroutines = max(m.Goroutines, o.Goroutines)
 	m.OpenFDs = max(m.OpenFDs, o.OpenFDs)
+	m.CPUSeconds = max(m.CPUSeconds, o.CPUSeconds)
 }
 
 // scrapeMemory reads the member's /metrics (Prometheus text format) for

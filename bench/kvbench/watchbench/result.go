@@ -69,6 +69,12 @@ type Result struct {
 		Peak   Memory `json:"peak"`   // the largest of each while writes flowed
 		After  Memory `json:"after"`  // a second after the watchers closed
 	} `json:"memory"`
+	// MemberCPU is the CPU seconds the watched member used per second
+	// from the watchers' start to their close; ToolCPU the same of this
+	// process (watchers and writers), which shares the machine when the
+	// member is local.
+	MemberCPU float64 `json:"member_cpu_per_sec"`
+	ToolCPU   float64 `json:"tool_cpu_per_sec"`
 	// MemoryError says why /metrics could not be read, if it could not.
 	MemoryError string `json:"memory_error,omitempty"`
 }
@@ -167,6 +173,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.MemoryError != "" {
 		fmt.Fprintf(&b, "  member memory not measured: %s\n", r.MemoryError)
 	} else {
+		fmt.Fprintf(&b, "  CPU while watching: member %.2f s/s, this tool %.2f s/s\n", r.MemberCPU, r.ToolCPU)
 		b.WriteString("  member memory       heap in use      resident  goroutines  open fds\n")
 		for _, row := range []struct {
 			name string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -112,6 +113,7 @@ func (r *runner) measure(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	res.Memory.Live = r.memory(ctx, &res)
+	cpu0, t0 := processCPU(), time.Now()
 
 	stopSampling := r.sample(ctx, watched, &res)
 	stopProgress := r.progress(ws)
@@ -122,10 +124,19 @@ func (r *runner) measure(ctx context.Context) (Result, error) {
 	stopSampling()
 	closeWatches()
 	wg.Wait()
+	cpu1, t1 := processCPU(), time.Now()
 	if !sleepUntil(ctx, time.Now().Add(time.Second)) { // let the member notice the closed streams
 		return Result{}, ctx.Err()
 	}
 	res.Memory.After = r.memory(ctx, &res)
+	res.ToolCPU = math.Round((cpu1-cpu0).Seconds()/t1.Sub(t0).Seconds()*100) / 100
+	if res.MemoryError == "" {
+		// The member's counter was read at Live and at the last sample
+		// before the close: Peak keeps its largest, the latest.
+		if d := res.Memory.Peak.CPUSeconds - res.Memory.Live.CPUSeconds; d > 0 {
+			res.MemberCPU = math.Round(d/t1.Sub(t0).Seconds()*100) / 100
+		}
+	}
 	res.account(w, ws, drained)
 	res.Latency = latencyOf(r.lat.merged())
 	return res, ctx.Err()

@@ -50,9 +50,9 @@ func (m *fakeMember) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.put(w, r)
 	case r.Method == "GET" && r.URL.Path == "/metrics":
 		m.mu.Lock()
-		n := len(m.subs)
+		n, cpu := len(m.subs), float64(m.writes)/100
 		m.mu.Unlock()
-		fmt.Fprintf(w, "# TYPE go_goroutines gauge\ngo_goroutines %d\ngo_memstats_heap_inuse_bytes %d\nprocess_resident_memory_bytes 2.097152e+07\nprocess_open_fds %d\n", n, 1<<20+n*1024, n+10)
+		fmt.Fprintf(w, "# TYPE go_goroutines gauge\ngo_goroutines %d\ngo_memstats_heap_inuse_bytes %d\nprocess_resident_memory_bytes 2.097152e+07\nprocess_open_fds %d\nprocess_cpu_seconds_total %g\n", n, 1<<20+n*1024, n+10, cpu)
 	default:
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = io.WriteString(w, `{"cause":"not found"}`)
@@ -159,6 +159,11 @@ func TestRun(t *testing.T) {
 	}
 	if res.EventsPerSec <= 0 || len(res.Ended) != 0 || res.MemoryError != "" {
 		t.Errorf("events/s %v, ended %v, memory error %q; want > 0, none, none", res.EventsPerSec, res.Ended, res.MemoryError)
+	}
+	// The fake's CPU counter grows 0.01 s a write: 1 s over a window of
+	// at least the writes' 0.5 s.
+	if res.MemberCPU <= 0 || res.MemberCPU > 2.01 || res.ToolCPU <= 0 {
+		t.Errorf("CPU per second: member %v, tool %v; want the member's in (0, 2] and the tool's > 0", res.MemberCPU, res.ToolCPU)
 	}
 	mem := res.Memory
 	if g := [4]float64{mem.Before.Goroutines, mem.Live.Goroutines, mem.Peak.Goroutines, mem.After.Goroutines}; g != [4]float64{0, 20, 20, 0} {

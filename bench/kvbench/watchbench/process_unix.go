@@ -5,6 +5,7 @@ package watchbench
 import (
 	"fmt"
 	"syscall"
+	"time"
 )
 
 // raiseFileLimit lifts this process's soft limit on open files to at
@@ -27,4 +28,13 @@ func raiseFileLimit(want uint64) (string, error) {
 		return "", fmt.Errorf("open-file limit: raise %d to %d: %w", old, want, err)
 	}
 	return fmt.Sprintf("raised this process's open-file limit from %d to %d", old, want), nil
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -12,8 +12,9 @@
 # RATE (default 1000) writes/s flow for DUR (default 30s) over KEYS
 # (default 1000) keys, by WRITERS (default 64) writers to every member in
 # turn. VALUE_SIZE pads the values (default 0: ~60 bytes, the stamp
-# alone). Prints the result and appends its JSON to results.jsonl (default
-# a temp file).
+# alone). KVNODE=path runs that kvnode binary instead of building this
+# checkout's. Prints the result and appends its JSON to results.jsonl
+# (default a temp file).
 #
 # The members get the hard open-file limit (ulimit -n) and, when kvnode
 # has the flag, --max-watchers WATCHERS+100. Every load is bounded by DUR
@@ -56,8 +57,13 @@ fi
 ulimit -n "$hard"
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "building kvnode and kvbench at $(cd "$ROOT" && git rev-parse --short HEAD)"
-(cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/kvnode" ./cmd/kvnode && go build -o "$WORK/kvbench" ./cmd/kvbench)
+echo "building kvbench$([[ -z "${KVNODE:-}" ]] && echo " and kvnode") at $(cd "$ROOT" && git rev-parse --short HEAD)"
+(cd "$ROOT" && go build -o "$WORK/kvbench" ./cmd/kvbench)
+if [[ -n "${KVNODE:-}" ]]; then
+  cp "$KVNODE" "$WORK/kvnode"
+else
+  (cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/kvnode" ./cmd/kvnode)
+fi
 
 EXTRA=()
 if "$WORK/kvnode" --help 2>&1 | grep -q -- '--max-watchers'; then

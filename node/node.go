@@ -21,8 +21,10 @@ import (
 	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/metrics"
 	"github.com/kvnode/kvnode/rest"
+	"github.com/kvnode/kvnode/rest/watch"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
+	"github.com/kvnode/kvnode/store/expiry"
 	"github.com/kvnode/kvnode/store/query"
 	"github.com/kvnode/kvnode/store/regions"
 	"github.com/kvnode/kvnode/store/transport"
@@ -214,6 +216,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	ctx, n.cancel = context.WithCancel(ctx)
 	n.store.Start()
 	n.cluster.Start(ctx)
+	go expiry.Run(ctx, n.store.Router(), expiry.Interval, logger.With("component", "expiry"))
 
 	api := rest.New(rest.Config{
 		Auth:            n.auth,
@@ -229,6 +232,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Observer:        n.metrics.HTTP(),
 		Backup:          n.serveBackup(cfg, logger.With("component", "backup")),
 		RemoveMember:    n.store.RemoveMember,
+		Watch: watch.Config{
+			MaxWatchers: cfg.MaxWatchers,
+			Buffer:      cfg.WatchBuffer,
+			Observer:    n.metrics.Watch(),
+			Logger:      logger.With("component", "watch"),
+		},
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
@@ -239,6 +248,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxHeaderBytes:    128 << 10, // above rest.MaxURLBytes, so a long URL gets a JSON 414
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	// Watches never end on their own: Shutdown ends them (an error event
+	// with the resume token) rather than wait for them.
+	n.httpSrv.RegisterOnShutdown(api.CloseWatches)
 	serveLn := n.httpLn
 	if n.tls.rest != nil {
 		serveLn = tls.NewListener(n.httpLn, n.tls.rest)

@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/rest/middleware"
+	"github.com/kvnode/kvnode/rest/watch"
 )
 
 // Defaults for the zero Config.
@@ -58,6 +59,9 @@ type Config struct {
 	// RemoveMember answers DELETE /management/v1/members/{name} (store's
 	// RemoveMember); nil: 404.
 	RemoveMember func(ctx context.Context, name string) error
+	// Watch tunes GET /kv/v1/watch (package watch). Its Compile, when
+	// nil, is oql's continuous queries (continuousQuery).
+	Watch watch.Config
 }
 
 // Observer is told what the server does, for its metrics. Its methods run
@@ -87,6 +91,7 @@ type Server struct {
 	store   Store
 	members Members
 	cluster ClusterInfo
+	watches *watch.Handler
 	echo    *echo.Echo
 	// allow maps a route path (as Echo names it, e.g. "/kv/v1/:region") to the
 	// methods registered on it, for the Allow header of 405 answers that a
@@ -113,6 +118,10 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	if cfg.FunctionTimeout <= 0 {
 		cfg.FunctionTimeout = function.DefaultTimeout
 	}
+	cfg.Watch.OpenTimeout = cfg.RequestTimeout // a named query's read before the stream
+	if cfg.Watch.Compile == nil {
+		cfg.Watch.Compile = continuousQuery(store)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,6 +134,7 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 		store:   store,
 		members: members,
 		cluster: cluster,
+		watches: watch.New(cfg.Watch, store, store),
 		echo:    e,
 		allow:   map[string][]string{},
 	}
@@ -194,6 +204,8 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 		case kvPrefix + "/functions/:id":
 			// And so has running a function (--function-timeout).
 			timeout = s.cfg.FunctionTimeout
+		case kvPrefix + "/watch":
+			return next(c) // a stream lasts as long as its client (package watch)
 		}
 		req := c.Request()
 		ctx, cancel := context.WithTimeout(req.Context(), timeout)

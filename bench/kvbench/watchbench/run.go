@@ -113,6 +113,7 @@ func (r *runner) measure(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	res.Memory.Live = r.memory(ctx, &res)
+	res.Memory.Peak = res.Memory.Live // a run shorter than SampleEvery still has a peak
 	cpu0, t0 := processCPU(), time.Now()
 
 	stopSampling := r.sample(ctx, watched, &res)

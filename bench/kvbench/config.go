@@ -23,10 +23,14 @@ const (
 	MultiPut    Workload = "multi-put"     // PUT /kv/v1/{r}/k1,k2,... with an array body
 	Load        Workload = "load"          // every key once, in order, by multi-key PUTs of --batch keys
 	Query       Workload = "query"         // GET /queries/adhoc?q= or POST /queries/{id}
+	// Watch is N SSE watchers of one member while writes flow at a fixed
+	// rate: package watchbench runs it (Run refuses it), with this
+	// package's Config for the connection, region, keys and rate.
+	Watch Workload = "watch"
 )
 
 // Workloads lists every workload, in the order the help shows them.
-var Workloads = []Workload{Put, Get, PutIfAbsent, CAS, Mixed, MultiPut, Load, Query}
+var Workloads = []Workload{Put, Get, PutIfAbsent, CAS, Mixed, MultiPut, Load, Query, Watch}
 
 // Route says where a request goes.
 type Route string

@@ -12,7 +12,9 @@
 // operation's intended send time, so that a stalled server is not hidden by
 // coordinated omission), warm-up and the concurrency sweep, the progress
 // line, HDR-histogram latencies, and the results as text and as JSON.
-// Sub-package svgplot draws a sweep's throughput and p99.
+// Sub-package svgplot draws a sweep's throughput and p99; sub-package
+// watchbench runs the watch workload (SSE watchers while writes flow),
+// which needs watchers, not a load loop, and so is not run by Run.
 //
 // It speaks REST only, as any client of the API does: it must not import
 // any package of the server, not even region's vocabulary or partition's

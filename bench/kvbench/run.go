@@ -2,6 +2,7 @@ package kvbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -33,6 +34,9 @@ const leaderRefresh = 5 * time.Second
 func Run(ctx context.Context, cfg Config, out Output) ([]Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Workload == Watch {
+		return nil, errors.New("the watch workload is run by package watchbench, not kvbench.Run")
 	}
 	b := &bench{cfg: &cfg, out: out, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	var err error

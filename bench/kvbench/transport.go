@@ -33,12 +33,23 @@ type transport struct {
 
 // newTransport builds the HTTP client for up to conns requests in flight.
 func newTransport(cfg *Config, conns int) (*transport, error) {
+	tr, err := ClientTransport(cfg, conns)
+	if err != nil {
+		return nil, err
+	}
+	return &transport{hc: &http.Client{Transport: tr, Timeout: cfg.Timeout}, endpoints: cfg.Endpoints, auth: cfg.Authorization()}, nil
+}
+
+// ClientTransport is the HTTP transport of cfg's clients (its TLS files,
+// no proxy, no compression), keeping up to conns idle connections per
+// member. Package watchbench builds its streams and writes on it too.
+func ClientTransport(cfg *Config, conns int) (*http.Transport, error) {
 	tlsCfg, err := loadTLS(cfg)
 	if err != nil {
 		return nil, err
 	}
 	perHost := max(conns, 2)
-	tr := &http.Transport{
+	return &http.Transport{
 		Proxy:               nil, // a benchmark measures the cluster, not a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:     tlsCfg,
@@ -47,12 +58,16 @@ func newTransport(cfg *Config, conns int) (*transport, error) {
 		MaxIdleConnsPerHost: perHost,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
+	}, nil
+}
+
+// Authorization is the Authorization header of cfg's credentials (HTTP
+// Basic), or "" without a user.
+func (c *Config) Authorization() string {
+	if c.User == "" {
+		return ""
 	}
-	t := &transport{hc: &http.Client{Transport: tr, Timeout: cfg.Timeout}, endpoints: cfg.Endpoints}
-	if cfg.User != "" {
-		t.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.User+":"+cfg.Password))
-	}
-	return t, nil
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(c.User+":"+c.Password))
 }
 
 // close drops the idle connections.

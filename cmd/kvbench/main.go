@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kvnode/kvnode/bench/kvbench"
+	"github.com/kvnode/kvnode/bench/kvbench/watchbench"
 )
 
 // Exit codes.
@@ -32,13 +33,18 @@ Examples:
   kvbench --workload mixed --read-percent 90 --rate 2000 --concurrency 64
   kvbench --create-region events:PARTITION --workload put --route leader \
           --endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
+  kvbench --workload watch --watchers 1000 --rate 1000 --duration 30s -c 64
 
 Workloads: put (PUT /kv/v1/{region}/{key}, upsert), get (GET, linearizable or
 --consistency stale), put-if-absent (POST ?key=, fresh keys), cas (GET, then
 PUT ?op=CAS {"@old","@new"}), mixed (get/put), multi-put (PUT k1,k2,... with an
 array body, --batch keys), load (every key of --keys once, in order, by
 multi-key PUTs of --batch keys: a bulk load, reported in entries/s), query (GET
-/queries/adhoc?q=, or with --named-query POST /queries/{id}).
+/queries/adhoc?q=, or with --named-query POST /queries/{id}), watch (--watchers
+SSE streams of GET /kv/v1/watch on the first endpoint, each live before
+--rate writes/s (default 1000) flow for --duration over --keys keys to every
+endpoint in turn; reports delivery latency, missing events and the watched
+member's memory from its /metrics).
 
 Credentials: --user and --password-file (or --password), or KVNODE_USER and
 KVNODE_PASSWORD (KVNODE_PASSWORD_FILE); a flag wins over its variable.
@@ -67,6 +73,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		passwordFile, consistency, distribution, concurrency, createRegion, plot string
 		workload, route                                                          string
 		jsonOut, quiet                                                           bool
+		watch                                                                    = watchbench.Default()
 	)
 	fs.StringSliceVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "member base URLs, comma-separated or repeated")
 	fs.BoolVar(&cfg.AllowNonLoopback, "allow-nonloopback", false, "allow endpoints that are not loopback addresses")
@@ -81,7 +88,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "bound on each request")
 	fs.StringVar(&cfg.Region, "region", cfg.Region, "region to load")
 	fs.StringVar(&createRegion, "create-region", "", "create the region first if absent, NAME:REPLICATE or NAME:PARTITION (sets --region)")
-	fs.StringVarP(&workload, "workload", "w", string(cfg.Workload), "put, get, put-if-absent, cas, mixed, multi-put or query")
+	fs.StringVarP(&workload, "workload", "w", string(cfg.Workload), "put, get, put-if-absent, cas, mixed, multi-put, load, query or watch")
 	fs.StringVar(&consistency, "consistency", "linearizable", "reads (get, mixed, cas, query): linearizable or stale")
 	fs.IntVar(&cfg.ReadPercent, "read-percent", cfg.ReadPercent, "percent of gets in the mixed workload")
 	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "keys per request of multi-put")
@@ -101,6 +108,9 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	fs.Int64VarP(&cfg.MaxOps, "ops", "n", cfg.MaxOps, "at most this many operations per point (and per warm-up)")
 	fs.BoolVar(&cfg.Preload, "preload", true, "write every key before the first point (not for put-if-absent)")
 	fs.DurationVar(&cfg.PreloadTimeout, "preload-timeout", cfg.PreloadTimeout, "bound on the preload")
+	fs.IntVar(&watch.Watchers, "watchers", watch.Watchers, "watch: SSE streams opened on the first endpoint")
+	fs.DurationVar(&watch.ReadyTimeout, "ready-timeout", watch.ReadyTimeout, "watch: bound on the wait for every watcher to be live")
+	fs.DurationVar(&watch.DrainTimeout, "drain-timeout", watch.DrainTimeout, "watch: bound on the wait, after the last write, for every event to arrive")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
 	fs.StringVar(&cfg.Label, "label", "", "free text echoed in every result")
 	fs.BoolVar(&jsonOut, "json", false, "print one JSON object per point instead of the summary")
@@ -161,13 +171,15 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		line, _, _ := strings.Cut(string(data), "\n")
 		cfg.Password = strings.TrimSuffix(line, "\r")
 	}
-	if err := cfg.Validate(); err != nil {
-		return usage(err)
-	}
-
 	out := kvbench.Output{Results: stdout, JSON: jsonOut, Progress: stderr}
 	if quiet {
 		out.Progress = nil
+	}
+	if cfg.Workload == kvbench.Watch {
+		return runWatch(ctx, fs, cfg, watch, out, stderr)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usage(err)
 	}
 	results, err := kvbench.Run(ctx, cfg, out)
 	if errors.Is(err, context.Canceled) {
@@ -191,6 +203,40 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if err != nil {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// runWatch runs the watch workload: kvbench's flags for the connection,
+// region, keys and rate (1000 writes/s and values without padding unless
+// given), watchbench's for the watchers.
+func runWatch(ctx context.Context, fs *pflag.FlagSet, cfg kvbench.Config, watch watchbench.Config, out kvbench.Output, stderr io.Writer) int {
+	if !fs.Changed("rate") {
+		cfg.Rate = watch.Rate
+	}
+	if !fs.Changed("value-size") {
+		cfg.ValueSize = watch.ValueSize
+	}
+	cfg.Preload = false
+	watch.Config = cfg
+	if err := watch.Validate(); err != nil {
+		fmt.Fprintln(stderr, "kvbench:", err)
+		return exitUsage
+	}
+	res, err := watchbench.Run(ctx, watch, out)
+	switch {
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "kvbench: interrupted")
+		return exitFailed
+	case err != nil:
+		fmt.Fprintln(stderr, "kvbench:", err)
+		return exitFailed
+	case res.WritesOK == 0:
+		fmt.Fprintln(stderr, "kvbench: no write succeeded")
+		return exitFailed
+	case res.Missing > 0:
+		fmt.Fprintf(stderr, "kvbench: %d acknowledged writes never reached their watcher (%d watchers)\n", res.Missing, res.WatchersMissing)
 		return exitFailed
 	}
 	return exitOK

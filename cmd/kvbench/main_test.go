@@ -150,3 +150,25 @@ func TestNothingSucceeded(t *testing.T) {
 		t.Errorf("exit %d, out %q, err %q", r.code, r.out, r.errOut)
 	}
 }
+
+// TestWatchWorkload: --workload watch goes to the watch workload with its
+// own flags and rules; a member that does not serve the watch fails the
+// run before any write, saying so.
+func TestWatchWorkload(t *testing.T) {
+	f, url := newFake(t)
+	if r := invoke(nil, "--endpoints", url, "--workload", "watch", "-c", "1,2"); r.code != exitUsage || !strings.Contains(r.errOut, "not a sweep") {
+		t.Errorf("a sweep of writers: exit %d, stderr %q; want %d and \"not a sweep\"", r.code, r.errOut, exitUsage)
+	}
+	if r := invoke(nil, "--endpoints", url, "--workload", "watch", "--watchers", "0"); r.code != exitUsage || !strings.Contains(r.errOut, "watchers must be in") {
+		t.Errorf("no watcher: exit %d, stderr %q; want %d and \"watchers must be in\"", r.code, r.errOut, exitUsage)
+	}
+	r := invoke(nil, "--endpoints", url, "--workload", "watch", "--watchers", "3", "-d", "200ms", "-q")
+	if r.code != exitFailed || !strings.Contains(r.errOut, "3 of 3 watchers did not start: watch: 404") {
+		t.Errorf("a member without the watch: exit %d, stderr %q; want %d and the 404", r.code, r.errOut, exitFailed)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.auth[""]; n != 4 { // /metrics before the watchers, and the 3 watches
+		t.Errorf("requests: got %d, want 4 (metrics, 3 watches) and no write", n)
+	}
+}

@@ -1,0 +1,19 @@
+// Package watchbench is kvbench's watch workload (issue 21): many
+// Server-Sent-Events watchers of one member while writes flow at a fixed
+// rate, measuring how long each change takes to reach every watcher, that
+// every watcher gets every write, and what the watched member's memory
+// does meanwhile.
+//
+// It owns the SSE reading of GET /kv/v1/watch (events, ids, comments, the
+// `ready` that says a watcher is live), the watchers' delivery-latency
+// accounting (receive time minus the send time the written value carries,
+// into merged HDR histograms) and their per-write bookkeeping (missing,
+// duplicate, unacknowledged), the fixed-rate writer, the sampling of the
+// member's /metrics, and the result as text and JSON. The connection,
+// credentials, region, keys and rate come from kvbench.Config, whose
+// transport it reuses; kvbench does not import it (cmd/kvbench chooses).
+//
+// Like kvbench it is a client of the REST API only: it must not import
+// any package of the server, not even region's vocabulary, nor node, nor
+// internal (imports_test.go checks this).
+package watchbench

@@ -1,0 +1,152 @@
+package watchbench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Outcome of each write, by sequence number.
+const (
+	writeUnsent byte = iota
+	writeOK
+	writeFailed
+)
+
+// writes is the writer's record: each write's outcome, the latency of the
+// acknowledged ones, and the failures by kind.
+type writes struct {
+	outcome []byte // by sequence number; each written by the one client that took it
+	mu      sync.Mutex
+	hist    *hdrhistogram.Histogram
+	errors  map[string]int64
+	// first and last bound the writes' sends.
+	start, end time.Time
+}
+
+// writeAll writes cfg.writes() values at cfg.Rate per second, write seq
+// due at start + seq/rate, spread over cfg.Keys keys and the endpoints in
+// turn, with cfg.Concurrency[0] writes in flight at most. No write starts
+// at or after start + cfg.Duration, nor after ctx ends. Each value carries
+// its actual send time; the acknowledgement latency is measured from the
+// time the write was due, as kvbench's fixed rate does, so that a stalled
+// member is not hidden.
+func writeAll(ctx context.Context, cfg *Config, hc *http.Client, run string) *writes {
+	n := cfg.writes()
+	w := &writes{outcome: make([]byte, n), hist: hdrhistogram.New(histMin, histMax, histSigDigs), errors: map[string]int64{}}
+	auth := cfg.Authorization()
+	w.start = time.Now()
+	end := w.start.Add(cfg.Duration)
+	var tickets atomic.Int64
+	var wg sync.WaitGroup
+	for range cfg.Concurrency[0] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				seq := tickets.Add(1) - 1
+				if seq >= n {
+					return
+				}
+				due := w.start.Add(time.Duration(float64(seq) / cfg.Rate * float64(time.Second)))
+				if !due.Before(end) || !sleepUntil(ctx, due) || !time.Now().Before(end) {
+					return
+				}
+				base := cfg.Endpoints[seq%int64(len(cfg.Endpoints))]
+				key := cfg.KeyPrefix + strconv.FormatInt(seq%int64(cfg.Keys), 10)
+				err := put(ctx, hc, auth, base+"/kv/v1/"+url.PathEscape(cfg.Region)+"/"+url.PathEscape(key),
+					encodeValue(run, seq, time.Now(), cfg.ValueSize))
+				w.record(seq, time.Since(due), err)
+			}
+		}()
+	}
+	wg.Wait()
+	w.end = time.Now()
+	return w
+}
+
+func (w *writes) record(seq int64, lat time.Duration, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.outcome[seq] = writeFailed
+		w.errors[errorKind(err)]++
+		return
+	}
+	w.outcome[seq] = writeOK
+	_ = w.hist.RecordValue(min(max(lat.Microseconds(), histMin), histMax))
+}
+
+// count is the number of writes with outcome o.
+func (w *writes) count(o byte) int64 {
+	return int64(bytes.Count(w.outcome, []byte{o}))
+}
+
+// statusError is a write the member answered with something else than 200.
+type statusError struct{ status int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("write answered %d", e.status) }
+
+// put sends one upsert and reads its answer whole.
+func put(ctx context.Context, hc *http.Client, auth, u string, v []byte) error {
+	req, err := http.NewRequestWithContext(ctx, "PUT", u, bytes.NewReader(v))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return &statusError{resp.StatusCode}
+	}
+	return err
+}
+
+// errorKind names a failed write as kvbench does: its status code,
+// timeout, or transport when no answer came.
+func errorKind(err error) string {
+	var se *statusError
+	var ne net.Error
+	switch {
+	case errors.As(err, &se):
+		return strconv.Itoa(se.status)
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	default:
+		return "transport"
+	}
+}
+
+// sleepUntil waits until t, or returns false when ctx ends first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -189,6 +189,22 @@ func TestConsoleInChromium(t *testing.T) {
 	b.waitText("#function-results", `"total"`)
 	b.shot("10-function")
 
+	// The live view: changes made elsewhere appear as they commit, the
+	// current entries first when asked.
+	b.goTo("#/watch/orders")
+	b.waitJS("orders in the watch form", `[...document.querySelectorAll('#watch-region option')].some(o => o.value === 'orders')`)
+	b.choose("#watch-region", "orders")
+	b.run(chromedp.Click(chromedp.CSS("#watch-initial")), chromedp.Click(chromedp.CSS("#watch-start")))
+	b.waitText("#watch-state", "live")
+	b.waitJS("the current entries first", `[...document.querySelectorAll('#watch-rows tr')].filter(r => r.dataset.type === 'initial').length === 63`)
+	b.api("PUT", "/kv/v1/orders/w1", `{"live":true}`, 200)
+	b.waitJS("the create of w1", `[...document.querySelectorAll('#watch-rows tr')].some(r => r.dataset.type === 'create' && r.textContent.includes('w1') && r.textContent.includes('"live":true'))`)
+	b.api("DELETE", "/kv/v1/orders/w1", "", 200)
+	b.waitJS("the destroy of w1", `[...document.querySelectorAll('#watch-rows tr')].some(r => r.dataset.type === 'destroy' && r.textContent.includes('w1'))`)
+	b.shot("11-watch")
+	b.run(chromedp.Click(chromedp.CSS("#watch-stop")))
+	b.waitText("#watch-state", "stopped")
+
 	// Delete an entry.
 	b.goTo("#/data/orders")
 	b.run(chromedp.WaitVisible(chromedp.CSS(`#entries-table tr[data-key="2"]`)),
@@ -198,7 +214,7 @@ func TestConsoleInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(".backdrop button.danger")))
 	b.waitJS("entry 2 gone from the table", `!!document.querySelector('#entries-table') && !document.querySelector('#entries-table tr[data-key="2"]')`)
 	b.api("GET", "/kv/v1/orders/2", "", 404)
-	b.shot("11-deleted")
+	b.shot("12-deleted")
 
 	// The credentials live in the page's memory only: a reload asks for
 	// them again, and so does signing out.
@@ -224,7 +240,7 @@ func TestConsoleInChromium(t *testing.T) {
 		chromedp.Click(chromedp.CSS(".backdrop button.danger")))
 	b.waitText("#data-error", "Forbidden")
 	b.waitText("#data-error", "lacks DATA:WRITE:orders:1")
-	b.shot("12-viewer-forbidden")
+	b.shot("13-viewer-forbidden")
 	b.api("GET", "/kv/v1/orders/1", "", 200)
 	b.checkNoPageErrors()
 }

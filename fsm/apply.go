@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/jsonequal"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -172,7 +173,7 @@ func (s *state) replace(c *codec.Command, _ uint64) *codec.Result {
 }
 
 // cas writes every New only if every key exists and every Old equals the
-// current value (jsonEqual). Missing keys are reported before mismatches;
+// current value (jsonequal.Equal). Missing keys are reported before mismatches;
 // all checks see the state before the command, and a later duplicate key's
 // New wins.
 func (s *state) cas(c *codec.Command, _ uint64) *codec.Result {
@@ -197,7 +198,7 @@ func (s *state) cas(c *codec.Command, _ uint64) *codec.Result {
 		}
 	}
 	for _, p := range c.Pairs {
-		if cur, _ := r.live(p.Key, s.now); !jsonEqual(p.Old, cur) {
+		if cur, _ := r.live(p.Key, s.now); !jsonequal.Equal(p.Old, cur) {
 			return refuse(&region.ConflictError{Err: region.ErrCASMismatch, Key: p.Key, Current: cur})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/jsonequal"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -107,7 +108,7 @@ func BenchmarkApply(b *testing.B) {
 		reordered := []byte(`{"purchaseOrderNo":1121,"@type":"Order","customerId":1012,"description":"Order for XYZ Corp",` +
 			`"orderDate":"02/10/2024","email":"jelly@example.com","totalPrice":225.5,` +
 			`"items":[{"quantity":5,"itemNo":1,"unitPrice":45.1}]}`)
-		if !jsonEqual(reordered, value) {
+		if !jsonequal.Equal(reordered, value) {
 			b.Fatal("reordered value does not equal the stored one")
 		}
 		n := benchNode(b)

@@ -208,12 +208,6 @@ func TestRegionIDIsCreationIndex(t *testing.T) {
 	}
 }
 
-func TestValuesEqualExported(t *testing.T) {
-	if !ValuesEqual([]byte(`{"a":1,"b":[1.0]}`), []byte(`{"b":[1.00],"a":1}`)) || ValuesEqual([]byte(`{"a":1}`), []byte(`{"a":1.0}`)) {
-		t.Fatal("ValuesEqual does not follow the CAS equality rules")
-	}
-}
-
 // TestBatchAppliesEachSubCommand: a batch applies its sub-commands in order
 // as independent commands, each with its own result, at one log index.
 func TestBatchAppliesEachSubCommand(t *testing.T) {

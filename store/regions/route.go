@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/jsonequal"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
@@ -322,7 +323,7 @@ func (pt *Parts) precheck(ctx context.Context, ref Ref, keys []string, missing e
 		}
 	}
 	for i, old := range olds {
-		if !fsm.ValuesEqual(old, cur[i]) {
+		if !jsonequal.Equal(old, cur[i]) {
 			return &region.ConflictError{Err: region.ErrCASMismatch, Key: keys[i], Current: cur[i]}
 		}
 	}

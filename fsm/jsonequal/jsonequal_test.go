@@ -1,4 +1,4 @@
-package fsm
+package jsonequal
 
 import "testing"
 
@@ -73,11 +73,11 @@ func TestJSONEqual(t *testing.T) {
 		{`"x"`, `"x"`, true},
 		{` 1 `, `1`, true},
 	} {
-		if got := jsonEqual([]byte(tc.a), []byte(tc.b)); got != tc.want {
-			t.Errorf("jsonEqual(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
+		if got := Equal([]byte(tc.a), []byte(tc.b)); got != tc.want {
+			t.Errorf("Equal(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
-		if got := jsonEqual([]byte(tc.b), []byte(tc.a)); got != tc.want {
-			t.Errorf("jsonEqual(%s, %s) = %v, want %v (symmetry)", tc.b, tc.a, got, tc.want)
+		if got := Equal([]byte(tc.b), []byte(tc.a)); got != tc.want {
+			t.Errorf("Equal(%s, %s) = %v, want %v (symmetry)", tc.b, tc.a, got, tc.want)
 		}
 	}
 }
@@ -91,7 +91,7 @@ func TestJSONEqualDeepNestingDoesNotPanic(t *testing.T) {
 		deep = append(deep, ']')
 	}
 	// The leading space makes the bytes differ, so both are parsed.
-	if jsonEqual(deep, append([]byte(" "), deep...)) {
+	if Equal(deep, append([]byte(" "), deep...)) {
 		t.Error("jsonEqual of JSON nested beyond the decoder's limit = true, want false")
 	}
 }

@@ -1,4 +1,10 @@
-package fsm
+// Package jsonequal decides whether two JSON values are equal in the sense
+// of a compare-and-set, as Geode's REST API (Jackson's JsonNode.equals)
+// has it. The state machine's CAS and the store's pre-check of a CAS
+// spanning partition groups must agree byte for byte, so both use it.
+//
+// It is pure and imports nothing of kvnode.
+package jsonequal
 
 import (
 	"bytes"
@@ -11,7 +17,7 @@ import (
 	"strings"
 )
 
-// jsonEqual reports whether a and b are equal JSON values in the sense of a
+// Equal reports whether a and b are equal JSON values in the sense of a
 // compare-and-set: the sense Geode users know from Jackson's JsonNode.equals.
 //
 //   - Objects are equal when they have the same member names with equal
@@ -28,8 +34,8 @@ import (
 //   - true, false and null equal only themselves.
 //
 // Invalid JSON (including trailing data) is never equal to anything, not
-// even to identical bytes; jsonEqual never panics.
-func jsonEqual(a, b []byte) bool {
+// even to identical bytes; Equal never panics.
+func Equal(a, b []byte) bool {
 	if bytes.Equal(a, b) {
 		// Identical bytes parse to identical trees: only validity is left.
 		return json.Valid(a)
@@ -101,7 +107,7 @@ func equalValues(a, b any) bool {
 	return false
 }
 
-// equalNumbers compares two valid JSON number literals (see jsonEqual).
+// equalNumbers compares two valid JSON number literals (see Equal).
 func equalNumbers(a, b string) bool {
 	aInt, bInt := isIntegerLiteral(a), isIntegerLiteral(b)
 	if aInt != bInt {
@@ -139,8 +145,3 @@ func parseDecimal(s string) (float64, bool) {
 	}
 	return f, true
 }
-
-// ValuesEqual reports whether two stored values are equal under the CAS
-// rules (see jsonEqual). The store uses it to pre-check CAS requests that
-// span partition groups exactly as each group's Apply will.
-func ValuesEqual(a, b json.RawMessage) bool { return jsonEqual(a, b) }

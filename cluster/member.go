@@ -43,6 +43,30 @@ type Meta struct {
 	Groups          []string // member groups (--groups)
 	BootstrapExpect int      // --bootstrap-expect of that node
 	Version         string   // kvnode version of that node
+	// Formats is the newest version of the replicated formats (Raft
+	// commands and state machine snapshots) that node's build reads; 0
+	// from a build older than the field. A format is written only once
+	// every member reads it, so a rolling upgrade never hands an old
+	// member an entry it cannot apply.
+	Formats int
+}
+
+// MinFormats is the newest replicated format every member reads (see
+// Meta.Formats): the least of the members' Formats, a member of a release
+// older than the field counting as 2; members that left do not count.
+// With no member known, it is 0.
+func MinFormats(members []Member) int {
+	least := 0
+	for _, m := range members {
+		if m.Status == StatusLeft {
+			continue
+		}
+		f := max(m.Formats, 2)
+		if least == 0 || f < least {
+			least = f
+		}
+	}
+	return least
 }
 
 // Member is one node as this node's gossip sees it.

@@ -36,6 +36,7 @@ type wireMeta struct {
 //	uvarint  number of groups, then each group as a string
 //	8 bytes  boot id, big-endian
 //	uvarint  flags: bit 0 = leaving
+//	uvarint  Formats (appended later: absent from older members, read as 0)
 //
 // Compatibility: a decoder reads the fields it knows and ignores any bytes
 // after them, so a later release may append fields without changing the
@@ -65,6 +66,7 @@ func encodeMeta(m wireMeta) ([]byte, error) {
 		flags |= flagLeaving
 	}
 	b = binary.AppendUvarint(b, flags)
+	b = binary.AppendUvarint(b, uint64(m.Formats))
 	if len(b) > memberlist.MetaMaxSize {
 		return nil, fmt.Errorf("node metadata is %d bytes encoded, more than gossip's limit of %d (shorten the REST URL, addresses or member groups)",
 			len(b), memberlist.MetaMaxSize)
@@ -94,6 +96,9 @@ func decodeMeta(b []byte) (wireMeta, error) {
 	}
 	m.boot = d.uint64()
 	m.leaving = d.uvarint()&flagLeaving != 0
+	if len(d.buf) > 0 {
+		m.Formats = d.int()
+	}
 	if d.err != nil {
 		return wireMeta{}, fmt.Errorf("decode node metadata: %w", d.err)
 	}

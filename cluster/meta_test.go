@@ -17,6 +17,7 @@ func TestMetaRoundTrip(t *testing.T) {
 		Groups:          []string{"east", "ssd"},
 		BootstrapExpect: 3,
 		Version:         "1.2.3",
+		Formats:         3,
 	}
 	tests := map[string]wireMeta{
 		"empty":                   {},
@@ -91,8 +92,10 @@ func TestDecodeMetaRejectsBadInput(t *testing.T) {
 			0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 		"too many groups": {metaFormat, 0, 0, 0, 0, 100, 0, 0},
 	}
-	// Every strict prefix of a valid encoding is truncated.
-	for i := range len(good) - 1 {
+	// Every strict prefix of a valid encoding is truncated, down to the
+	// fields of the first release (Formats came later: an encoding that
+	// ends before it is an older member's).
+	for i := range len(good) - 2 {
 		tests[fmt.Sprintf("truncated to %d bytes", i)] = good[:i]
 	}
 	for name, b := range tests {
@@ -102,7 +105,10 @@ func TestDecodeMetaRejectsBadInput(t *testing.T) {
 			}
 		})
 	}
-	if _, err := decodeMeta(good[:len(good)-1]); !errors.Is(err, errTruncated) {
+	if m, err := decodeMeta(good[:len(good)-1]); err != nil || m.Formats != 0 {
+		t.Errorf("an older member's encoding (no Formats): got %+v, %v; want Formats 0", m, err)
+	}
+	if _, err := decodeMeta(good[:len(good)-2]); !errors.Is(err, errTruncated) {
 		t.Errorf("truncated input: got error %v, want one wrapping %v", err, errTruncated)
 	}
 }

@@ -40,12 +40,20 @@ type FSM struct {
 	stopped chan struct{}
 	// events is the group's change history (events.go).
 	events *history.Log
+	// formats is Options.Formats (nil: every member reads Formats).
+	formats func() int
 	// buildHook, when set (by tests only), is called by every background
 	// index build before each time it takes the lock to catch up or
 	// install (round 0, 1, ...), with no lock held: tests apply writes
 	// there to land them in each phase of a build (indexset.Region.Hook).
 	buildHook func(b *indexset.Build, round int)
 }
+
+// Formats is the replicated format level this build reads: command format
+// 3 and snapshot format 3 (time, expiry and the change history). Members
+// gossip it (cluster.Meta.Formats); what only this level expresses is
+// written once every member reads it (Options.Formats, expiry.Stamp).
+const Formats = 3
 
 // Options configure a state machine. The zero value suits group 0.
 type Options struct {
@@ -61,6 +69,11 @@ type Options struct {
 	// resume from (0: history.Default). Members may differ; snapshots carry
 	// the history, and a member keeps the newest History of it.
 	History int
+	// Formats, when set, is the newest format level every member of the
+	// cluster reads (cluster.MinFormats): below Formats, Snapshot writes
+	// the previous snapshot format while the state holds nothing only
+	// the newer one can carry (the change history is then left out).
+	Formats func() int
 	// Clock is the member's clock (nil: time.Now). Reads hide entries
 	// whose deadline it has passed; Apply never reads it.
 	Clock func() time.Time
@@ -80,7 +93,7 @@ func New(opts Options) *FSM {
 	st := newState()
 	st.keyFilter, st.clock, st.events = opts.KeyFilter, clock, history.New(opts.History)
 	return &FSM{st: st, ops: newHandlers(), keyFilter: opts.KeyFilter, group: opts.Group, onHalt: opts.OnHalt, stopped: make(chan struct{}),
-		events: st.events}
+		events: st.events, formats: opts.Formats}
 }
 
 // HaltError says why a state machine stopped applying entries: which group,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"sort"
@@ -62,14 +63,23 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, fmt.Errorf("fsm: no snapshot while a staged command (%d chunks so far) waits for its commit", len(st.chunks))
 	}
 	s := &snapshot{
+		version: snapshotVersion,
 		applied: f.applied.index.Load(),
 		lastKey: f.st.lastKey,
 		now:     f.st.now,
 		regions: make([]snapshotRegion, 0, len(f.st.regions)),
 	}
-	s.floor, s.events = f.events.Snapshot()
+	timed := false // the state holds what only version 3 carries
 	for name, r := range f.st.regions {
 		s.regions = append(s.regions, snapshotRegion{name: name, kind: r.kind, id: r.id, ttl: r.ttl, entries: r.entries.Clone()})
+		timed = timed || r.ttl != 0 || r.mayExpire()
+	}
+	s.floor, s.events = f.events.Snapshot()
+	if f.formats != nil && f.formats() < Formats && !timed {
+		// A member that reads only version 2 may restore it (a rolling
+		// upgrade): without deadlines, version 2 says it all but the
+		// history, which that member could not serve anyway.
+		s.version, s.events = snapshotV2, nil
 	}
 	for name, id := range f.st.tombstones {
 		s.tombstones = append(s.tombstones, snapshotTombstone{name: name, id: id})
@@ -87,6 +97,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 
 // snapshot is a point-in-time copy of the state, private to its Persist.
 type snapshot struct {
+	version    byte
 	applied    uint64
 	lastKey    uint64
 	now        uint64
@@ -136,21 +147,28 @@ func (s *snapshot) writeTo(w io.Writer) error {
 	sum := crc32.New(castagnoli())
 	sw := &snapshotWriter{w: bufio.NewWriterSize(io.MultiWriter(w, sum), 64<<10)}
 	sw.w.WriteString(snapshotMagic)
-	sw.w.WriteByte(snapshotVersion)
+	v3 := s.version >= snapshotVersion
+	sw.w.WriteByte(s.version)
 	sw.uvarint(s.applied)
 	sw.uvarint(s.lastKey)
-	sw.uvarint(s.now)
+	if v3 {
+		sw.uvarint(s.now)
+	}
 	for _, r := range s.regions {
 		sw.w.WriteByte(tagRegion)
 		sw.string(r.name)
 		sw.string(string(r.kind))
 		sw.uvarint(r.id)
-		sw.uvarint(r.ttl)
+		if v3 {
+			sw.uvarint(r.ttl)
+		}
 		sw.uvarint(uint64(r.entries.Len()))
 		r.entries.Ascend(func(e entry) bool {
 			sw.string(e.key)
 			sw.bytes(e.value)
-			sw.uvarint(e.expires)
+			if v3 {
+				sw.uvarint(e.expires)
+			}
 			return true
 		})
 	}
@@ -164,6 +182,10 @@ func (s *snapshot) writeTo(w io.Writer) error {
 		sw.string(m.key)
 		sw.uvarint(m.entry.version)
 		sw.bytes(m.entry.value)
+	}
+	if !v3 {
+		sw.w.WriteByte(tagEnd)
+		return sw.finish(w, sum)
 	}
 	sw.w.WriteByte(tagEvents)
 	sw.uvarint(s.floor.Index)
@@ -180,6 +202,11 @@ func (s *snapshot) writeTo(w io.Writer) error {
 		sw.bytes(e.Old)
 	}
 	sw.w.WriteByte(tagEnd)
+	return sw.finish(w, sum)
+}
+
+// finish flushes the stream and writes the checksum of every byte before.
+func (sw *snapshotWriter) finish(w io.Writer, sum hash.Hash32) error {
 	// Flush so the checksum covers every byte before the trailer.
 	if err := sw.w.Flush(); err != nil {
 		return err

@@ -133,6 +133,7 @@ func TestRestoreRejectsBadStructure(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
+			tc.s.version = snapshotVersion
 			if err := tc.s.writeTo(&buf); err != nil {
 				t.Fatal(err)
 			}
@@ -249,9 +250,17 @@ func goldenSnapshotV2Node(t *testing.T) *node {
 }
 
 // TestSnapshotGoldenV2: a version-2 snapshot (written by builds before
-// version 3) still restores to the state it was taken of.
+// version 3) still restores to the state it was taken of; and while a
+// member of the cluster reads only version 2 (a rolling upgrade), a state
+// without deadlines is written in version 2, byte for byte as before.
 func TestSnapshotGoldenV2(t *testing.T) {
 	src := goldenSnapshotV2Node(t)
+	src.f.formats = func() int { return 2 }
+	golden(t, "snapshot-v2.bin", persist(t, src.f))
+	src.f.formats = func() int { return Formats }
+	if bytes.Equal(persist(t, src.f), readGolden(t, "snapshot-v2.bin")) {
+		t.Error("with every member reading version 3, the snapshot is still version 2")
+	}
 
 	f := New(Options{})
 	if err := restore(f, readGolden(t, "snapshot-v2.bin")); err != nil {
@@ -296,6 +305,9 @@ func goldenSnapshotV3Node(t *testing.T) *node {
 
 func TestSnapshotGoldenV3(t *testing.T) {
 	src := goldenSnapshotV3Node(t)
+	golden(t, "snapshot-v3.bin", persist(t, src.f))
+	// A state with deadlines needs version 3 whoever reads it.
+	src.f.formats = func() int { return 2 }
 	golden(t, "snapshot-v3.bin", persist(t, src.f))
 
 	f := New(Options{Clock: func() time.Time { return time.UnixMilli(4_102_444_800_000) }})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/metrics"
 	"github.com/kvnode/kvnode/rest"
@@ -163,6 +164,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 			Groups:          cfg.Groups,
 			BootstrapExpect: cfg.BootstrapExpect,
 			Version:         cfg.Version,
+			Formats:         fsm.Formats,
 		},
 		Join:          cfg.Join,
 		Resolver:      cfg.Resolver,

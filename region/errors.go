@@ -50,6 +50,10 @@ var (
 	// ErrMemberAlive: the member to remove still answers gossip; removing
 	// it would only make it join again.
 	ErrMemberAlive = errors.New("member is alive")
+	// ErrUpgradeInProgress: the request needs a replicated format that a
+	// member of the cluster does not read yet (a rolling upgrade is under
+	// way): nothing was written; it works once every member is upgraded.
+	ErrUpgradeInProgress = errors.New("not every member reads the format this needs yet")
 	// ErrShuttingDown: this node is closing; another member can serve the
 	// request (a 503, like any ErrNoLeader).
 	ErrShuttingDown = fmt.Errorf("%w: this node is shutting down", ErrNoLeader)

@@ -58,6 +58,7 @@ func errorStatuses() []errorStatus {
 		{is(region.ErrRegionExists), http.StatusConflict},
 		{is(region.ErrMemberNotFound), http.StatusNotFound},
 		{is(region.ErrMemberAlive), http.StatusConflict},
+		{is(region.ErrUpgradeInProgress), http.StatusConflict},
 		{is(region.ErrNotSupported), http.StatusMethodNotAllowed},
 		{as[*http.MaxBytesError](), http.StatusRequestEntityTooLarge},
 		{is(region.ErrTooLarge), http.StatusRequestEntityTooLarge},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/internal/durable"
 	"github.com/kvnode/kvnode/partition"
@@ -39,6 +40,9 @@ type groupSet struct {
 	m      map[uint64]*raftgroup.Group
 	closed bool
 }
+
+// formats is the newest replicated format every member reads.
+func (gs *groupSet) formats() int { return cluster.MinFormats(gs.members.Members()) }
 
 // dir is group gid's directory: raft/g<id>.
 func (gs *groupSet) dir(gid uint64) string {
@@ -110,7 +114,7 @@ func (gs *groupSet) openControl() error {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	gs.logs = logs
-	if _, err := gs.open(controlGroup, gs.dir(controlGroup), fsm.Options{}); err != nil {
+	if _, err := gs.open(controlGroup, gs.dir(controlGroup), fsm.Options{Formats: gs.formats}); err != nil {
 		_ = logs.Close()
 		gs.logs = nil
 		return err
@@ -159,7 +163,7 @@ func (gs *groupSet) openPartition(gid uint64, p int) (*raftgroup.Group, error) {
 			return nil, err
 		}
 	}
-	g, err := gs.open(gid, dir, fsm.Options{KeyFilter: func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }})
+	g, err := gs.open(gid, dir, fsm.Options{Formats: gs.formats, KeyFilter: func(key string) bool { return partition.GroupForKey(key, info.Partitions) == gid }})
 	if err != nil {
 		return nil, err
 	}

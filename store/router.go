@@ -10,6 +10,7 @@ import (
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/expiry"
 	"github.com/kvnode/kvnode/store/forward"
 	"github.com/kvnode/kvnode/store/raftgroup"
 )
@@ -86,8 +87,8 @@ func (r *Router) Apply(ctx context.Context, gid uint64, cmd *codec.Command) (*co
 	if r.closed() {
 		return nil, region.ErrShuttingDown
 	}
-	if cmd.Now == 0 && cmd.Op.Timed() { // the clock expiry is decided by (fsm/expiry.go)
-		cmd.Now = uint64(time.Now().UnixMilli())
+	if err := expiry.Stamp(cmd, r.view.formats(), time.Now()); err != nil {
+		return nil, err
 	}
 	data := cmd.Encode(nil)
 	if limit := r.cfg.MaxFrameBytes; int64(len(data)) > limit {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/cluster"
+	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
@@ -125,7 +126,7 @@ func (c *Config) setDefaults() {
 	if c.Members == nil {
 		c.Members = standalone{cluster.Member{
 			Name:   c.NodeName,
-			Meta:   cluster.Meta{InternalAddr: c.Advertise, BootstrapExpect: c.BootstrapExpect},
+			Meta:   cluster.Meta{InternalAddr: c.Advertise, BootstrapExpect: c.BootstrapExpect, Formats: fsm.Formats},
 			Status: cluster.StatusAlive,
 			Since:  time.Now(),
 		}}

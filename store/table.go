@@ -112,6 +112,9 @@ func (v *tableView) internalAddrs() map[string]string {
 	return out
 }
 
+// formats is the newest replicated format every member reads.
+func (v *tableView) formats() int { return cluster.MinFormats(v.members.Members()) }
+
 // errNoTable marks operations on partitioned regions before the partition
 // table exists (the first seconds of a new cluster).
 var errNoTable = fmt.Errorf("%w: the partition table is not created yet", region.ErrNoLeader)

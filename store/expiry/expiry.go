@@ -2,6 +2,7 @@ package expiry
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -84,4 +85,26 @@ func replica(ctx context.Context, groups Groups, gid uint64) (*fsm.FSM, error) {
 		return groups.ControlState()
 	}
 	return groups.LocalPart(ctx, gid, region.Stale)
+}
+
+// Stamp puts this member's clock into a command that carries time
+// (codec.Op.Timed) and has none yet: the clock expiry is decided by
+// (fsm/expiry.go). formats is the newest format level every member reads
+// (cluster.MinFormats): below fsm.Formats, a member of an older release
+// could not decode a command with time, so the command goes without it,
+// and one that needs it (a time-to-live, an expiry, a region's default)
+// is refused with region.ErrUpgradeInProgress before anything is written.
+func Stamp(cmd *codec.Command, formats int, now time.Time) error {
+	if !cmd.Op.Timed() || cmd.Now != 0 {
+		return nil
+	}
+	if formats >= fsm.Formats {
+		cmd.Now = uint64(now.UnixMilli())
+		return nil
+	}
+	if cmd.TTL != 0 || cmd.Op.V3Only() {
+		return fmt.Errorf("%v on region %q: %w: entry time-to-live needs every member on a release that reads format %d (one reads %d); upgrade the others first",
+			cmd.Op, cmd.Region, region.ErrUpgradeInProgress, fsm.Formats, formats)
+	}
+	return nil
 }

@@ -31,6 +31,7 @@ var (
 	flagClients    = flag.Int("chaos.clients", 6, "clients per region")
 	flagFirstIP    = flag.String("chaos.first-ip", "127.0.0.11", "proc backend: member i listens on this IP + i")
 	flagConcurrent = flag.Int("chaos.concurrent", 1, "chaos clusters running on this host at once, this one included (recorded, so that runs which shared the CPUs are reported apart)")
+	flagWatchIdle  = flag.Duration("chaos.watch-idle", 4*time.Second, "the watcher leaves a member from which nothing came for this long (events flow all through the load; a member sends a keep-alive every 15 s), so a paused or cut-off member is left for another")
 	flagStale      = flag.Bool("chaos.stale-reads", false, "read with ?consistency=stale, which is not linearizable: a check of the checker, whose runs must fail (they are not recorded in -chaos.runlog)")
 )
 
@@ -193,6 +194,7 @@ func runScenario(t *testing.T, bin, image string, sc Scenario) Report {
 		ResultsDir: *flagResults,
 		Logf:       t.Logf,
 		StaleReads: *flagStale,
+		WatchIdle:  *flagWatchIdle,
 	})
 }
 

@@ -77,8 +77,8 @@ type WatchResult struct {
 	// Ends counts why connections ended or were refused.
 	Ends map[string]int
 	Gone []Gone
-	// Problems: what the contract does not allow (an `end` event, an
-	// answer other than 200, 410 or 503, an event of an unknown type).
+	// Problems: what the contract does not allow (an `end` event, a 4xx
+	// other than 410, an event of an unknown type or unreadable data).
 	Problems []string
 }
 
@@ -222,7 +222,10 @@ func (w *Watcher) stream(ctx context.Context, hc *http.Client, m int, lost *int6
 	default:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<12))
 		err := fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
-		if resp.StatusCode != http.StatusServiceUnavailable {
+		// A 4xx is a refusal the contract gives no reason for here (the
+		// token came from the stream itself); a 5xx is a member not
+		// serving yet, counted in Ends like a refused connection.
+		if resp.StatusCode < 500 {
 			w.problem("%s answered the watch after %q with %v", w.Names[m], from, err)
 		}
 		return false, err

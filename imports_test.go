@@ -119,6 +119,8 @@ func TestImportRules(t *testing.T) {
 		// The client commands speak REST only, as any client of the API does:
 		// no package of the server, not even region's vocabulary.
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
+		// The Server-Sent Events format, read: nothing of kvnode.
+		"cli/sse": {module},
 		// The load tool is a client of the API like any other, as cli is:
 		// REST only, no package of the server (it re-states the bucket hash
 		// rather than import partition).

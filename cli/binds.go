@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -74,6 +75,16 @@ type typedValue struct {
 }
 
 func (v scalar) typed() typedValue { return typedValue{Type: v.typ, Value: v.text} }
+
+// typedJSON is values as the API's JSON array of typed values.
+func typedJSON(values []scalar) []byte {
+	typed := make([]typedValue, len(values))
+	for i, v := range values {
+		typed[i] = v.typed()
+	}
+	data, _ := json.Marshal(typed) // strings only: it cannot fail
+	return data
+}
 
 // literal is the value as an OQL literal that the server's parser reads
 // back as the very value the API would bind: integers as plain digits

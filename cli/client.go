@@ -124,6 +124,9 @@ type request struct {
 	// Stream, when set, reads a 2xx answer's body as it arrives (a
 	// backup) instead of it being read whole; Body is then empty.
 	Stream func(h http.Header, body io.Reader) error
+	// Header adds to (or overrides) the request's headers: a watch's
+	// Accept and Last-Event-ID.
+	Header http.Header
 }
 
 // response is a 2xx answer, read whole.
@@ -169,6 +172,9 @@ func (c *client) send(ctx context.Context, base *url.URL, req request) (*respons
 	}
 	if req.Body != nil {
 		hreq.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range req.Header {
+		hreq.Header[k] = v
 	}
 	if c.auth {
 		hreq.SetBasicAuth(c.user, c.password)

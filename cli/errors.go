@@ -18,6 +18,7 @@ const (
 	ExitConflict    = 4 // it exists already, or a compare-and-set did not match (409)
 	ExitDenied      = 5 // missing or wrong credentials, a missing permission, too many failed logins (401, 403, 429)
 	ExitUnavailable = 6 // no member reachable, no leader (503), or the request timed out
+	ExitGone        = 7 // a watch's resume token is older than the history the cluster keeps (410)
 )
 
 // exitCodesHelp documents the exit codes in every client command's help.
@@ -30,6 +31,7 @@ Exit codes:
   4  conflict: it exists already, or the expected value did not match (409)
   5  denied: missing or wrong credentials, a missing permission (401, 403, 429)
   6  unavailable: no member reachable, no leader (503), or timed out
+  7  gone: a watch's resume token is older than the history kept (410)
 `
 
 // APIError is an answer of the API outside 2xx: its status, the cause the
@@ -125,6 +127,8 @@ func statusExitCode(status int) int {
 		return ExitDenied
 	case http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return ExitUnavailable
+	case http.StatusGone:
+		return ExitGone
 	}
 	return ExitFailure
 }

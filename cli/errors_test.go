@@ -19,6 +19,7 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", &APIError{Status: 429}), ExitDenied},
 		{&APIError{Status: 503}, ExitUnavailable},
 		{&APIError{Status: 500}, ExitFailure},
+		{&APIError{Status: 410}, ExitGone},
 		{&APIError{Status: 502}, ExitFailure},
 		{Usage(errors.New("x")), ExitBadInput},
 		{fmt.Errorf("query: %w", context.DeadlineExceeded), ExitUnavailable},

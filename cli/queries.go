@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -140,13 +139,7 @@ query cannot use is the API's 500 (exit code 1) with its cause.`, cobra.ExactArg
 		}
 		req := request{Method: http.MethodPost, Path: "/kv/v1/queries/" + seg(args[0])}
 		if len(values) > 0 {
-			typed := make([]typedValue, len(values))
-			for i, v := range values {
-				typed[i] = v.typed()
-			}
-			if req.Body, err = json.Marshal(typed); err != nil {
-				return err
-			}
+			req.Body = typedJSON(values)
 		}
 		resp, err := a.call(cmd, req)
 		if err != nil {

@@ -39,6 +39,8 @@ func newHandlers() *handlers {
 		codec.OpStage:         (*state).stageChunk,
 		codec.OpCommitStaged:  nil, // FSM.commitStaged
 		codec.OpDropStaged:    (*state).dropStaged,
+		codec.OpAlterRegion:   (*state).alterRegion,
+		codec.OpExpire:        (*state).expire,
 	}
 }
 
@@ -65,6 +67,7 @@ func (s *state) createRegion(c *codec.Command, index uint64) *codec.Result {
 		return refuse(fmt.Errorf("region %q: %w", c.Region, region.ErrRegionExists))
 	}
 	r := newRegionState(c.Kind, index)
+	r.ttl = c.TTL
 	r.indexes.Empty(s.indexDefs[c.Region])
 	s.regions[c.Region] = r
 	return &codec.Result{}
@@ -120,7 +123,7 @@ func (s *state) put(c *codec.Command, _ uint64) *codec.Result {
 		return refuse(err)
 	}
 	for _, e := range c.Entries {
-		r.put(e.Key, e.Value)
+		s.write(r, c.Region, e.Key, e.Value, s.deadline(c))
 	}
 	return &codec.Result{}
 }
@@ -141,10 +144,10 @@ func (s *state) putIfAbsent(c *codec.Command, _ uint64) *codec.Result {
 	e := c.Entries[0]
 	if e.Key == "" {
 		e.Key = s.nextKey(r)
-	} else if cur, ok := r.get(e.Key); ok {
+	} else if cur, ok := r.live(e.Key, s.now); ok {
 		return &codec.Result{Key: e.Key, Err: &region.ConflictError{Err: region.ErrKeyExists, Key: e.Key, Current: cur}}
 	}
-	r.put(e.Key, e.Value)
+	s.write(r, c.Region, e.Key, e.Value, s.deadline(c))
 	return &codec.Result{Key: e.Key}
 }
 
@@ -158,12 +161,12 @@ func (s *state) replace(c *codec.Command, _ uint64) *codec.Result {
 		return refuse(err)
 	}
 	for _, e := range c.Entries {
-		if !r.has(e.Key) {
+		if _, ok := r.live(e.Key, s.now); !ok {
 			return refuse(fmt.Errorf("region %q: key %q: %w", c.Region, e.Key, region.ErrKeyAbsent))
 		}
 	}
 	for _, e := range c.Entries {
-		r.put(e.Key, e.Value)
+		s.write(r, c.Region, e.Key, e.Value, s.deadline(c))
 	}
 	return &codec.Result{}
 }
@@ -189,17 +192,17 @@ func (s *state) cas(c *codec.Command, _ uint64) *codec.Result {
 		return refuse(err)
 	}
 	for _, p := range c.Pairs {
-		if !r.has(p.Key) {
+		if _, ok := r.live(p.Key, s.now); !ok {
 			return refuse(fmt.Errorf("region %q: key %q: %w", c.Region, p.Key, region.ErrKeyAbsent))
 		}
 	}
 	for _, p := range c.Pairs {
-		if cur, _ := r.get(p.Key); !jsonEqual(p.Old, cur) {
+		if cur, _ := r.live(p.Key, s.now); !jsonEqual(p.Old, cur) {
 			return refuse(&region.ConflictError{Err: region.ErrCASMismatch, Key: p.Key, Current: cur})
 		}
 	}
 	for _, p := range c.Pairs {
-		r.put(p.Key, p.New)
+		s.write(r, c.Region, p.Key, p.New, s.deadline(c))
 	}
 	return &codec.Result{}
 }
@@ -214,12 +217,12 @@ func (s *state) delete(c *codec.Command, _ uint64) *codec.Result {
 		return refuse(err)
 	}
 	for _, k := range c.Keys {
-		if !r.has(k) {
+		if _, ok := r.live(k, s.now); !ok {
 			return refuse(fmt.Errorf("region %q: key %q: %w", c.Region, k, region.ErrKeyNotFound))
 		}
 	}
 	for _, k := range c.Keys {
-		r.del(k)
+		s.remove(r, c.Region, k, region.EventDestroy)
 	}
 	return &codec.Result{}
 }
@@ -248,17 +251,17 @@ func (s *state) deleteIf(c *codec.Command, _ uint64) *codec.Result {
 		return refuse(err)
 	}
 	for _, e := range c.Entries {
-		if !r.has(e.Key) {
+		if _, ok := r.live(e.Key, s.now); !ok {
 			return refuse(fmt.Errorf("region %q: key %q: %w", c.Region, e.Key, region.ErrKeyNotFound))
 		}
 	}
 	for _, e := range c.Entries {
-		if cur, _ := r.get(e.Key); !bytes.Equal(cur, e.Value) {
+		if cur, _ := r.live(e.Key, s.now); !bytes.Equal(cur, e.Value) {
 			return refuse(&region.ConflictError{Err: region.ErrCASMismatch, Key: e.Key, Current: cur})
 		}
 	}
 	for _, e := range c.Entries {
-		r.del(e.Key)
+		s.remove(r, c.Region, e.Key, region.EventDestroy)
 	}
 	return &codec.Result{}
 }
@@ -277,7 +280,7 @@ func (s *state) clear(c *codec.Command, _ uint64) *codec.Result {
 	if r.kind == region.Partition {
 		return refuse(fmt.Errorf("region %q: clearing a partitioned region is not supported; delete its entries by key or destroy the region: %w", c.Region, region.ErrNotSupported))
 	}
-	r.clear()
+	s.clearRegion(r, c.Region)
 	return &codec.Result{}
 }
 
@@ -292,7 +295,7 @@ func (s *state) clearPart(c *codec.Command, _ uint64) *codec.Result {
 	if err != nil {
 		return refuse(err)
 	}
-	r.clear()
+	s.clearRegion(r, c.Region)
 	return &codec.Result{}
 }
 

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"github.com/google/btree"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -11,9 +12,20 @@ import (
 // for as long as a listing takes, without any lock. It is what region
 // listings stream from: however large the region, reading it allocates
 // nothing per entry (values are shared, and never modified in place).
+//
+// Entries past their deadline at the moment of the Freeze are left out, so
+// a listing agrees with the reads. Position is the change history's
+// position right after the frozen state: a watch's initial results are a
+// Frozen, and its changes start there (no gap, no duplicate).
 type Frozen struct {
-	t *btree.BTreeG[entry] // nil: an empty region
+	t   *btree.BTreeG[entry] // nil: an empty region
+	now uint64               // deadlines not after it are expired
+	pos history.Pos
 }
+
+// Position is the position in the group's change history right after the
+// frozen state.
+func (z *Frozen) Position() history.Pos { return z.pos }
 
 // Freeze returns the region's entries as of now. Errors are those of the
 // other entry reads (see List): a missing or destroyed region.
@@ -26,13 +38,14 @@ func (f *FSM) Freeze(name string, id uint64) (*Frozen, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r == nil {
-		return &Frozen{}, nil
+	z := &Frozen{now: f.st.readNow(), pos: history.Pos{Index: f.applied.index.Load() + 1}}
+	if r != nil {
+		z.t = r.entries.Clone()
 	}
-	return &Frozen{t: r.entries.Clone()}, nil
+	return z, nil
 }
 
-// Len is the number of entries.
+// Len is the number of entries, expired ones included (an upper bound).
 func (z *Frozen) Len() int {
 	if z.t == nil {
 		return 0
@@ -41,13 +54,14 @@ func (z *Frozen) Len() int {
 }
 
 // Cursor returns a cursor at the first entry.
-func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t} }
+func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t, now: z.now} }
 
 // Cursor reads a Frozen in ascending key order, a batch at a time. Each
 // Read seeks past the last key it returned (O(log n)), so a cursor holds no
 // goroutine and needs no closing: dropping it is enough.
 type Cursor struct {
 	t       *btree.BTreeG[entry]
+	now     uint64
 	last    string
 	started bool
 	done    bool
@@ -64,6 +78,9 @@ func (c *Cursor) Read(dst []region.Entry) int {
 	fill := func(e entry) bool {
 		if c.started && e.key == c.last {
 			return true // the entry the previous Read ended with
+		}
+		if e.expired(c.now) {
+			return true
 		}
 		dst[n] = region.Entry{Key: e.key, Value: e.value}
 		n++

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/fsm/indexset"
 	"github.com/kvnode/kvnode/region"
 )
@@ -36,6 +38,8 @@ type FSM struct {
 	// stopped is closed at the same moment, waking WaitApplied.
 	halted  atomic.Pointer[HaltError]
 	stopped chan struct{}
+	// events is the group's change history (events.go).
+	events *history.Log
 	// buildHook, when set (by tests only), is called by every background
 	// index build before each time it takes the lock to catch up or
 	// install (round 0, 1, ...), with no lock held: tests apply writes
@@ -53,6 +57,13 @@ type Options struct {
 	KeyFilter func(key string) bool
 	// Group is the Raft group's ID, for messages.
 	Group uint64
+	// History is how many change events the group keeps for watches to
+	// resume from (0: history.Default). Members may differ; snapshots carry
+	// the history, and a member keeps the newest History of it.
+	History int
+	// Clock is the member's clock (nil: time.Now). Reads hide entries
+	// whose deadline it has passed; Apply never reads it.
+	Clock func() time.Time
 	// OnHalt, when set, is called once, from Raft's FSM goroutine, when the
 	// state machine halts (see Halted). It must not block, and must not
 	// wait for Raft (shutting Raft down from it would deadlock: do it on
@@ -62,9 +73,14 @@ type Options struct {
 
 // New returns an empty state machine: no regions, applied index 0.
 func New(opts Options) *FSM {
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
 	st := newState()
-	st.keyFilter = opts.KeyFilter
-	return &FSM{st: st, ops: newHandlers(), keyFilter: opts.KeyFilter, group: opts.Group, onHalt: opts.OnHalt, stopped: make(chan struct{})}
+	st.keyFilter, st.clock, st.events = opts.KeyFilter, clock, history.New(opts.History)
+	return &FSM{st: st, ops: newHandlers(), keyFilter: opts.KeyFilter, group: opts.Group, onHalt: opts.OnHalt, stopped: make(chan struct{}),
+		events: st.events}
 }
 
 // HaltError says why a state machine stopped applying entries: which group,
@@ -111,6 +127,7 @@ func (f *FSM) halt(l *raft.Log, err error) *HaltError {
 		return f.halted.Load()
 	}
 	close(f.stopped)
+	f.events.Stop()
 	if f.onHalt != nil {
 		f.onHalt(h)
 	}
@@ -150,6 +167,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 			f.mu.Lock()
 			done := f.applyAll(logs[:i], cmds[:i], out)
 			f.mu.Unlock()
+			f.events.Applied(f.applied.index.Load())
 			if done < i {
 				return haltedResults(logs[done:], out[done:], f.halted.Load())
 			}
@@ -162,6 +180,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.mu.Lock()
 	done := f.applyAll(logs, cmds, out)
 	f.mu.Unlock()
+	f.events.Applied(f.applied.index.Load())
 	if done < len(logs) {
 		haltedResults(logs[done:], out[done:], f.halted.Load())
 	}
@@ -212,15 +231,17 @@ func (f *FSM) applyLocked(l *raft.Log, c *codec.Command) (res interface{}, err e
 	switch l.Type {
 	case raft.LogCommand:
 		f.st.expireStage(l.Index)
+		f.st.events.Begin(l.Index)
+		f.st.advance(c.Now)
 		var r *codec.Result
 		switch c.Op {
 		case codec.OpBatch:
-			r, err = f.applyBatchCommand(c, l)
+			r, err = f.st.applyBatch(f.ops, c, l)
 			if err != nil {
 				return nil, err
 			}
 		case codec.OpCommitStaged:
-			r = f.commitStaged(c, l.Index)
+			r = f.st.commitStaged(f.ops, c, l.Index)
 		default:
 			r = f.ops[c.Op](f.st, c, l.Index)
 		}
@@ -232,9 +253,9 @@ func (f *FSM) applyLocked(l *raft.Log, c *codec.Command) (res interface{}, err e
 	return nil, nil
 }
 
-// applyBatchCommand applies the sub-commands of an OpBatch in order, each
+// applyBatch applies the sub-commands of an OpBatch in order, each
 // with its own result, all at the entry's index.
-func (f *FSM) applyBatchCommand(c *codec.Command, l *raft.Log) (*codec.Result, error) {
+func (s *state) applyBatch(ops *handlers, c *codec.Command, l *raft.Log) (*codec.Result, error) {
 	res := &codec.Result{Batch: make([]*codec.Result, len(c.Batch))}
 	for i, sub := range c.Batch {
 		sc, err := codec.DecodeCommand(sub)
@@ -243,7 +264,8 @@ func (f *FSM) applyBatchCommand(c *codec.Command, l *raft.Log) (*codec.Result, e
 			// batch: only corruption gets here.
 			return nil, fmt.Errorf("sub-command %d of batch entry %d does not decode: %w", i, l.Index, err)
 		}
-		res.Batch[i] = f.ops[sc.Op](f.st, &sc, l.Index)
+		s.advance(sc.Now)
+		res.Batch[i] = ops[sc.Op](s, &sc, l.Index)
 	}
 	return res, nil
 }

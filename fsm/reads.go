@@ -29,7 +29,7 @@ func (f *FSM) Regions() []region.Info {
 	f.mu.RLock()
 	out := make([]region.Info, 0, len(f.st.regions))
 	for name, r := range f.st.regions {
-		out = append(out, region.Info{Name: name, Kind: r.kind})
+		out = append(out, r.info(name))
 	}
 	f.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -44,7 +44,12 @@ func (f *FSM) Region(name string) (region.Info, bool) {
 	if !ok {
 		return region.Info{}, false
 	}
-	return region.Info{Name: name, Kind: r.kind}, true
+	return r.info(name), true
+}
+
+// info describes the region named name.
+func (r *regionState) info(name string) region.Info {
+	return region.Info{Name: name, Kind: r.kind, EntryTimeToLive: int64(r.ttl / 1000)}
 }
 
 // Get returns the value under key. Errors wrap region.ErrRegionNotFound or
@@ -59,7 +64,7 @@ func (f *FSM) Get(name string, id uint64, key string) (json.RawMessage, error) {
 	var v json.RawMessage
 	ok := false
 	if r != nil {
-		v, ok = r.get(key)
+		v, ok = r.live(key, f.st.readNow())
 	}
 	if !ok {
 		return nil, fmt.Errorf("region %q: key %q: %w", name, key, region.ErrKeyNotFound)
@@ -80,8 +85,9 @@ func (f *FSM) GetMany(name string, id uint64, keys []string) ([]json.RawMessage,
 	if r == nil {
 		return out, nil
 	}
+	now := f.st.readNow()
 	for i, k := range keys {
-		out[i], _ = r.get(k)
+		out[i], _ = r.live(k, now)
 	}
 	return out, nil
 }
@@ -106,8 +112,11 @@ func (f *FSM) List(name string, id uint64, limit int) ([]region.Entry, error) {
 	if n == 0 {
 		return out, nil
 	}
+	now := f.st.readNow()
 	r.entries.Ascend(func(e entry) bool {
-		out = append(out, region.Entry{Key: e.key, Value: e.value})
+		if !e.expired(now) {
+			out = append(out, region.Entry{Key: e.key, Value: e.value})
+		}
 		return len(out) < n
 	})
 	return out, nil
@@ -125,8 +134,11 @@ func (f *FSM) Keys(name string, id uint64) ([]string, error) {
 		return []string{}, nil
 	}
 	out := make([]string, 0, r.entries.Len())
+	now := f.st.readNow()
 	r.entries.Ascend(func(e entry) bool {
-		out = append(out, e.key)
+		if !e.expired(now) {
+			out = append(out, e.key)
+		}
 		return true
 	})
 	return out, nil
@@ -140,7 +152,7 @@ func (f *FSM) Count(name string, id uint64) (int, error) {
 	if err != nil || r == nil {
 		return 0, err
 	}
-	return r.entries.Len(), nil
+	return r.entries.Len() - r.expiredCount(f.st.readNow()), nil
 }
 
 // RegionSize is a region's size on this replica.
@@ -220,8 +232,9 @@ func (f *FSM) Scan(name string, id uint64, fn func(key string, value json.RawMes
 		return err
 	}
 	t := r.entries.Clone()
+	now := f.st.readNow()
 	f.mu.Unlock()
-	t.Ascend(func(e entry) bool { return fn(e.key, e.value) })
+	t.Ascend(func(e entry) bool { return e.expired(now) || fn(e.key, e.value) })
 	return nil
 }
 
@@ -297,10 +310,11 @@ func (f *FSM) IndexScan(name string, id uint64, indexName string, ranges []index
 	}
 	x = x.Clone()
 	entries := r.entries.Clone()
+	now := f.st.readNow()
 	f.mu.Unlock()
 	return x.Scan(ranges, func(key string) bool {
 		e, ok := entries.Get(entry{key: key})
-		if !ok {
+		if !ok || e.expired(now) {
 			return true
 		}
 		return fn(key, e.value)

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -23,7 +24,13 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("fsm: restore snapshot: %w", err)
 	}
-	st.keyFilter = f.keyFilter
+	st.keyFilter, st.clock = f.keyFilter, f.st.clock
+	h := st.restored
+	st.restored, st.events = nil, f.events
+	if h == nil {
+		// An older snapshot has no history: none is kept before it.
+		h = &restoredHistory{floor: history.Pos{Index: applied + 1}}
+	}
 	f.mu.Lock()
 	// Indexes are derived state: rebuild the configured ones, large ones in
 	// the background like SetIndexes, so writes resume as soon as Restore
@@ -35,6 +42,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.st = st
 	st.defineIndexes(&f.mu, f.buildHook)
 	f.applied.set(applied)
+	f.events.Reset(h.floor, h.events, applied)
 	f.mu.Unlock()
 	return nil
 }
@@ -54,10 +62,10 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		return nil, 0, fmt.Errorf("header: %w", err)
 	}
 	if version > snapshotVersion {
-		return nil, 0, fmt.Errorf("format version %d was written by a newer kvnode (this build reads versions %d and %d): upgrade this member", version, snapshotV1, snapshotVersion)
+		return nil, 0, fmt.Errorf("format version %d was written by a newer kvnode (this build reads versions %d to %d): upgrade this member", version, snapshotV1, snapshotVersion)
 	}
-	if version != snapshotV1 && version != snapshotVersion {
-		return nil, 0, fmt.Errorf("format version %d is not supported (this build reads versions %d and %d)", version, snapshotV1, snapshotVersion)
+	if version < snapshotV1 {
+		return nil, 0, fmt.Errorf("format version %d is not supported (this build reads versions %d to %d)", version, snapshotV1, snapshotVersion)
 	}
 	applied, err := sr.uvarint("applied index")
 	if err != nil {
@@ -66,6 +74,11 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 	st := newState()
 	if st.lastKey, err = sr.uvarint("key counter"); err != nil {
 		return nil, 0, err
+	}
+	if version >= snapshotVersion {
+		if st.now, err = sr.uvarint("group clock"); err != nil {
+			return nil, 0, err
+		}
 	}
 	// Records come grouped by tag in ascending tag order, names strictly
 	// ascending within a tag: one canonical stream per state.
@@ -79,7 +92,7 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 		if tag == tagEnd {
 			break
 		}
-		if tag != tagRegion && (version == snapshotV1 || (tag != tagTombstone && tag != tagMeta)) {
+		if tag != tagRegion && (version == snapshotV1 || (tag != tagTombstone && tag != tagMeta && (tag != tagEvents || version < snapshotVersion))) {
 			return nil, 0, fmt.Errorf("after %q: unknown record tag %d", prev, tag)
 		}
 		if tag < lastTag {
@@ -99,6 +112,12 @@ func readSnapshot(r io.Reader) (*state, uint64, error) {
 			if name, err = sr.string("tombstone name"); err == nil {
 				st.tombstones[name], err = sr.uvarint("tombstone id")
 			}
+		case tagEvents:
+			if !first {
+				return nil, 0, errors.New("a second record of events")
+			}
+			st.restored = &restoredHistory{}
+			err = sr.history(st.restored)
 		case tagMeta:
 			if name, err = sr.string("meta key"); err == nil {
 				var m metaEntry
@@ -215,6 +234,11 @@ func (sr *snapshotReader) region(version byte) (string, *regionState, error) {
 		}
 	}
 	r := newRegionState(region.Kind(kind), id)
+	if version >= snapshotVersion {
+		if r.ttl, err = sr.uvarint("region time-to-live"); err != nil {
+			return "", nil, fmt.Errorf("region %q: %w", name, err)
+		}
+	}
 	count, err := sr.uvarint("entry count")
 	if err != nil {
 		return "", nil, fmt.Errorf("region %q: %w", name, err)
@@ -233,10 +257,87 @@ func (sr *snapshotReader) region(version byte) (string, *regionState, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("region %q key %q: %w", name, key, err)
 		}
-		r.put(key, value)
+		var expires uint64
+		if version >= snapshotVersion {
+			if expires, err = sr.uvarint("deadline"); err != nil {
+				return "", nil, fmt.Errorf("region %q key %q: %w", name, key, err)
+			}
+		}
+		r.put(key, value, expires)
 		prev = key
 	}
 	return name, r, nil
+}
+
+// history reads the events record after its tag into h (which grows to
+// hold them all; Restore then keeps the newest the member wants).
+func (sr *snapshotReader) history(h *restoredHistory) error {
+	var err error
+	if h.floor.Index, err = sr.uvarint("history floor"); err != nil {
+		return err
+	}
+	n, err := sr.uvarint("history floor")
+	if err != nil {
+		return err
+	}
+	if n > 1<<32-1 {
+		return fmt.Errorf("history floor %d.%d: the event number is not 32 bits", h.floor.Index, n)
+	}
+	h.floor.N = uint32(n)
+	count, err := sr.uvarint("event count")
+	if err != nil {
+		return err
+	}
+	prev := h.floor
+	for i := uint64(0); i < count; i++ {
+		var e history.Event
+		if e.Pos.Index, err = sr.uvarint("event index"); err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		if n, err = sr.uvarint("event number"); err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		e.Pos.N = uint32(n)
+		if n > 1<<32-1 || !prev.Less(e.Pos) {
+			return fmt.Errorf("event %d at %d.%d does not follow %d.%d", i, e.Pos.Index, n, prev.Index, prev.N)
+		}
+		prev = e.Pos
+		var typ string
+		if typ, err = sr.string("event type"); err == nil {
+			e.Type = region.EventType(typ)
+			if e.Region, err = sr.string("event region"); err == nil {
+				if e.RegionID, err = sr.uvarint("event region id"); err == nil {
+					if e.Key, err = sr.string("event key"); err == nil {
+						if e.Value, err = sr.bytes("event value"); err == nil {
+							e.Old, err = sr.bytes("event old value")
+						}
+					}
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("event %d: %w", i, err)
+		}
+		e.Value, e.Old = nilIfEmpty(e.Value), nilIfEmpty(e.Old)
+		h.events = append(h.events, e)
+	}
+	return nil
+}
+
+// restoredHistory is a snapshot's change history, until Restore hands it
+// to the FSM's history.Log.
+type restoredHistory struct {
+	floor  history.Pos
+	events []history.Event
+}
+
+// nilIfEmpty: an event's absent value is written as an empty one (stored
+// values are never empty).
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // checkTrailer compares the stored checksum with the running one and

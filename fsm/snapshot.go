@@ -10,27 +10,34 @@ import (
 
 	"github.com/google/btree"
 	"github.com/hashicorp/raft"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
-// Snapshot stream layout, version 2 (DESIGN.md has the full description).
+// Snapshot stream layout, version 3 (DESIGN.md has the full description).
 // Strings and byte slices are uvarint length-prefixed.
 //
-//	magic "KVFSMSNP" | version 2 | uvarint applied index | uvarint last generated key
-//	per region, names ascending: tagRegion | name | kind | uvarint id | uvarint count | count × (key | value), keys ascending
+//	magic "KVFSMSNP" | version 3 | uvarint applied index | uvarint last generated key | uvarint group clock
+//	per region, names ascending: tagRegion | name | kind | uvarint id | uvarint ttl | uvarint count |
+//	    count × (key | value | uvarint deadline), keys ascending
 //	per tombstone, names ascending: tagTombstone | name | uvarint id
 //	per metadata key, ascending: tagMeta | key | uvarint version | value
+//	tagEvents | uvarint floor index | uvarint floor n | uvarint count |
+//	    count × (uvarint index | uvarint n | type | region | uvarint region id | key | value | old), oldest first
 //	tagEnd | CRC-32C (big endian) of every byte before it
 //
-// Version 1 (still restored) has no region id, tombstones or metadata.
+// Version 1 (still restored) has no region id, tombstones or metadata;
+// version 2 (still restored) no clock, time-to-live, deadlines or events.
 const (
 	snapshotMagic   = "KVFSMSNP"
 	snapshotV1      = 1
-	snapshotVersion = 2
+	snapshotV2      = 2
+	snapshotVersion = 3
 	tagEnd          = 0
 	tagRegion       = 1
 	tagTombstone    = 2
 	tagMeta         = 3
+	tagEvents       = 4
 )
 
 // castagnoli is the CRC-32C table (hash/crc32 builds it once and caches it).
@@ -57,10 +64,12 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	s := &snapshot{
 		applied: f.applied.index.Load(),
 		lastKey: f.st.lastKey,
+		now:     f.st.now,
 		regions: make([]snapshotRegion, 0, len(f.st.regions)),
 	}
+	s.floor, s.events = f.events.Snapshot()
 	for name, r := range f.st.regions {
-		s.regions = append(s.regions, snapshotRegion{name: name, kind: r.kind, id: r.id, entries: r.entries.Clone()})
+		s.regions = append(s.regions, snapshotRegion{name: name, kind: r.kind, id: r.id, ttl: r.ttl, entries: r.entries.Clone()})
 	}
 	for name, id := range f.st.tombstones {
 		s.tombstones = append(s.tombstones, snapshotTombstone{name: name, id: id})
@@ -80,15 +89,19 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 type snapshot struct {
 	applied    uint64
 	lastKey    uint64
+	now        uint64
 	regions    []snapshotRegion    // sorted by name
 	tombstones []snapshotTombstone // sorted by name
 	meta       []snapshotMeta      // sorted by key
+	floor      history.Pos
+	events     []history.Event // oldest first
 }
 
 type snapshotRegion struct {
 	name    string
 	kind    region.Kind
 	id      uint64
+	ttl     uint64
 	entries *btree.BTreeG[entry]
 }
 
@@ -116,7 +129,7 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 
 // Release drops the clones; their nodes are freed once the live trees have
 // replaced them.
-func (s *snapshot) Release() { s.regions, s.meta = nil, nil }
+func (s *snapshot) Release() { s.regions, s.meta, s.events = nil, nil, nil }
 
 // writeTo writes the snapshot stream to w.
 func (s *snapshot) writeTo(w io.Writer) error {
@@ -126,15 +139,18 @@ func (s *snapshot) writeTo(w io.Writer) error {
 	sw.w.WriteByte(snapshotVersion)
 	sw.uvarint(s.applied)
 	sw.uvarint(s.lastKey)
+	sw.uvarint(s.now)
 	for _, r := range s.regions {
 		sw.w.WriteByte(tagRegion)
 		sw.string(r.name)
 		sw.string(string(r.kind))
 		sw.uvarint(r.id)
+		sw.uvarint(r.ttl)
 		sw.uvarint(uint64(r.entries.Len()))
 		r.entries.Ascend(func(e entry) bool {
 			sw.string(e.key)
 			sw.bytes(e.value)
+			sw.uvarint(e.expires)
 			return true
 		})
 	}
@@ -148,6 +164,20 @@ func (s *snapshot) writeTo(w io.Writer) error {
 		sw.string(m.key)
 		sw.uvarint(m.entry.version)
 		sw.bytes(m.entry.value)
+	}
+	sw.w.WriteByte(tagEvents)
+	sw.uvarint(s.floor.Index)
+	sw.uvarint(uint64(s.floor.N))
+	sw.uvarint(uint64(len(s.events)))
+	for _, e := range s.events {
+		sw.uvarint(e.Pos.Index)
+		sw.uvarint(uint64(e.Pos.N))
+		sw.string(string(e.Type))
+		sw.string(e.Region)
+		sw.uvarint(e.RegionID)
+		sw.string(e.Key)
+		sw.bytes(e.Value)
+		sw.bytes(e.Old)
 	}
 	sw.w.WriteByte(tagEnd)
 	// Flush so the checksum covers every byte before the trailer.

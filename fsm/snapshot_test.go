@@ -2,12 +2,17 @@ package fsm
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -243,9 +248,10 @@ func goldenSnapshotV2Node(t *testing.T) *node {
 	return n
 }
 
+// TestSnapshotGoldenV2: a version-2 snapshot (written by builds before
+// version 3) still restores to the state it was taken of.
 func TestSnapshotGoldenV2(t *testing.T) {
 	src := goldenSnapshotV2Node(t)
-	golden(t, "snapshot-v2.bin", persist(t, src.f))
 
 	f := New(Options{})
 	if err := restore(f, readGolden(t, "snapshot-v2.bin")); err != nil {
@@ -268,5 +274,57 @@ func TestSnapshotGoldenV2(t *testing.T) {
 	n := &node{t: t, f: f, index: src.index}
 	if res := n.apply(codec.Command{Op: codec.OpPut, Region: "gone", RegionID: 12, Entries: entries("k", "{}")}); !errors.Is(res.Err, region.ErrRegionNotFound) {
 		t.Errorf("late write after restore: %v, want ErrRegionNotFound", res.Err)
+	}
+	// A version-2 snapshot has no history: resuming from before it is gone.
+	if _, err := f.History().Events(context.Background(), "orders", history.Pos{Index: 1}, 10); !errors.Is(err, history.ErrGone) {
+		t.Errorf("Events from before a v2 snapshot: %v, want ErrHistoryGone", err)
+	}
+}
+
+// goldenSnapshotV3Node is the v2 state plus what version 3 adds: the
+// group clock, a region's default time-to-live, entry deadlines and the
+// change history.
+func goldenSnapshotV3Node(t *testing.T) *node {
+	t.Helper()
+	n := goldenSnapshotV2Node(t)
+	n.must(codec.Command{Op: codec.OpCreateRegion, Region: "sessions", Kind: region.Replicate, TTL: 60_000})
+	n.must(codec.Command{Op: codec.OpPut, Region: "sessions", Entries: entries("s1", `{"u":"ann"}`), Now: 4_102_444_800_000, TTL: 30_000})
+	n.must(codec.Command{Op: codec.OpPut, Region: "sessions", Entries: entries("s2", `{"u":"bob"}`), Now: 4_102_444_800_500})
+	n.must(codec.Command{Op: codec.OpDelete, Region: "orders", Keys: []string{"b"}, Now: 4_102_444_800_600})
+	return n
+}
+
+func TestSnapshotGoldenV3(t *testing.T) {
+	src := goldenSnapshotV3Node(t)
+	golden(t, "snapshot-v3.bin", persist(t, src.f))
+
+	f := New(Options{Clock: func() time.Time { return time.UnixMilli(4_102_444_800_000) }})
+	if err := restore(f, readGolden(t, "snapshot-v3.bin")); err != nil {
+		t.Fatalf("Restore(snapshot-v3.bin): %v", err)
+	}
+	if got, want := dump(t, f), dump(t, src.f); got != want {
+		t.Errorf("restored v3 golden state:\n%s\nwant:\n%s", got, want)
+	}
+	if info, _ := f.Region("sessions"); info.EntryTimeToLive != 60 {
+		t.Errorf("restored region time-to-live = %ds, want 60", info.EntryTimeToLive)
+	}
+	// The deadline survived: s1 expires 30 s after its write, by the
+	// group's clock, which the snapshot carried.
+	n := &node{t: t, f: f, index: src.index}
+	n.must(codec.Command{Op: codec.OpExpire, Region: "sessions", Keys: []string{"s1", "s2"}, Now: 4_102_444_830_000})
+	if got, _ := f.Keys("sessions", 0); !slices.Equal(got, []string{"s2"}) {
+		t.Errorf("keys after expiring at the restored deadline = %q, want [s2]", got)
+	}
+	// The history survived: every event, at the same positions.
+	want, err := src.f.History().Events(context.Background(), "orders", history.Pos{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.History().Events(context.Background(), "orders", history.Pos{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Events) == 0 || !reflect.DeepEqual(got.Events, want.Events) {
+		t.Errorf("restored history of orders = %+v, want %+v", got.Events, want.Events)
 	}
 }

@@ -113,9 +113,9 @@ func (s *state) expireStage(index uint64) {
 }
 
 // commitStaged applies the command the staged chunks make up, at index.
-func (f *FSM) commitStaged(c *codec.Command, index uint64) *codec.Result {
-	st := f.st.stage
-	f.st.stage = nil
+func (s *state) commitStaged(ops *handlers, c *codec.Command, index uint64) *codec.Result {
+	st := s.stage
+	s.stage = nil
 	incomplete := func(format string, args ...any) *codec.Result {
 		return refuse(fmt.Errorf("%v %x: %w: the staged command is incomplete (%s); nothing was written, send it again",
 			c.Op, c.StageID, region.ErrNoLeader, fmt.Sprintf(format, args...)))
@@ -143,5 +143,6 @@ func (f *FSM) commitStaged(c *codec.Command, index uint64) *codec.Result {
 	if cmd.Op == codec.OpBatch || cmd.Op.Staging() {
 		return refuse(fmt.Errorf("%v %x: %w: a staged command cannot be %v", c.Op, c.StageID, region.ErrInvalid, cmd.Op))
 	}
-	return f.ops[cmd.Op](f.st, &cmd, index)
+	s.advance(cmd.Now)
+	return ops[cmd.Op](s, &cmd, index)
 }

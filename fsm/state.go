@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/google/btree"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/fsm/indexset"
 	"github.com/kvnode/kvnode/index"
 	"github.com/kvnode/kvnode/region"
@@ -40,6 +42,20 @@ type state struct {
 	// counter for the whole group, so generated keys never repeat across
 	// regions, and it travels in snapshots so every replica continues it.
 	lastKey uint64
+	// now is the group's clock in unix milliseconds: the latest Now of the
+	// commands applied (never moving back, whatever the clocks of the
+	// members that stamped them). Apply decides expiry by it alone, so
+	// every replica expires the same entries at the same log position. It
+	// travels in snapshots.
+	now uint64
+	// events is the group's change history (package history): the
+	// FSM's, for its lifetime; in snapshots.
+	events *history.Log
+	// restored is the history a snapshot being read carried (Restore).
+	restored *restoredHistory
+	// clock is the member's clock, for reads (readNow). Configuration like
+	// keyFilter, set again by Restore; Apply never reads it.
+	clock func() time.Time
 }
 
 // regionState is one region: its kind and its entries in key order.
@@ -56,6 +72,13 @@ type regionState struct {
 	// built (package indexset), kept in step with entries by put, del and
 	// clear, and abandoned when the region leaves the state.
 	indexes indexset.Set
+	// ttl is the region's default entry time-to-live in milliseconds
+	// (group 0's regions: create-region and alter-region set it; the
+	// store stamps it into the writes of both kinds). 0: never.
+	ttl uint64
+	// expiry orders the entries that have a deadline by it (nil: none
+	// ever had one), so the due ones are found without a scan.
+	expiry *btree.BTreeG[deadline]
 }
 
 // entry is one stored key and value. Values are the exact bytes a command
@@ -63,7 +86,20 @@ type regionState struct {
 type entry struct {
 	key   string
 	value json.RawMessage
+	// expires is the entry's deadline in unix milliseconds (0: never).
+	expires uint64
 }
+
+// expired reports whether the entry's deadline is not after now.
+func (e entry) expired(now uint64) bool { return e.expires != 0 && e.expires <= now }
+
+// deadline is an entry's place in its region's expiry order.
+type deadline struct {
+	at  uint64
+	key string
+}
+
+func deadlineLess(a, b deadline) bool { return a.at < b.at || (a.at == b.at && a.key < b.key) }
 
 func entryLess(a, b entry) bool { return a.key < b.key }
 
@@ -90,11 +126,19 @@ type metaEntry struct {
 	version uint64
 }
 
+// newState returns an empty state.
 func newState() *state {
 	return &state{
 		regions:    make(map[string]*regionState),
 		tombstones: make(map[string]uint64),
 		meta:       make(map[string]metaEntry),
+	}
+}
+
+// advance moves the group's clock to now when that is later.
+func (s *state) advance(now uint64) {
+	if now > s.now {
+		s.now = now
 	}
 }
 
@@ -112,23 +156,51 @@ func (r *regionState) get(key string) (json.RawMessage, bool) {
 
 func (r *regionState) has(key string) bool { return r.entries.Has(entry{key: key}) }
 
-func (r *regionState) put(key string, value json.RawMessage) {
+// live returns the value under key unless it is absent or expired at now.
+func (r *regionState) live(key string, now uint64) (json.RawMessage, bool) {
+	e, ok := r.entries.Get(entry{key: key})
+	if !ok || e.expired(now) {
+		return nil, false
+	}
+	return e.value, true
+}
+
+// mayExpire reports whether any entry of the region has a deadline.
+func (r *regionState) mayExpire() bool { return r.expiry != nil && r.expiry.Len() > 0 }
+
+// put stores value under key with deadline expires (0: none) and returns
+// the entry it replaced.
+func (r *regionState) put(key string, value json.RawMessage, expires uint64) (entry, bool) {
 	// Clip capacity: nobody holding this value may append into shared memory.
-	old, had := r.entries.ReplaceOrInsert(entry{key: key, value: value[:len(value):len(value)]})
+	old, had := r.entries.ReplaceOrInsert(entry{key: key, value: value[:len(value):len(value)], expires: expires})
 	r.indexes.Put(key, old.value, had, value)
 	if had {
 		r.bytes -= int64(len(old.key) + len(old.value))
+		if old.expires != 0 {
+			r.expiry.Delete(deadline{old.expires, key})
+		}
+	}
+	if expires != 0 {
+		if r.expiry == nil {
+			r.expiry = btree.NewG(btreeDegree, deadlineLess)
+		}
+		r.expiry.ReplaceOrInsert(deadline{expires, key})
 	}
 	r.bytes += int64(len(key) + len(value))
+	return old, had
 }
 
-// del removes an entry.
-func (r *regionState) del(key string) {
+// del removes an entry and returns it.
+func (r *regionState) del(key string) (entry, bool) {
 	old, had := r.entries.Delete(entry{key: key})
 	if had {
 		r.indexes.Delete(key, old.value)
 		r.bytes -= int64(len(old.key) + len(old.value))
+		if old.expires != 0 {
+			r.expiry.Delete(deadline{old.expires, key})
+		}
 	}
+	return old, had
 }
 
 // clear removes every entry. A new tree rather than Clear: a snapshot or a
@@ -136,8 +208,25 @@ func (r *regionState) del(key string) {
 // index being built is done: it is empty too.
 func (r *regionState) clear() {
 	r.entries = newEntries()
+	r.expiry = nil
 	r.bytes = 0
 	r.indexes.Clear()
+}
+
+// expiredCount is how many entries are past their deadline at now but
+// not removed yet.
+func (r *regionState) expiredCount(now uint64) int {
+	n := 0
+	if r.mayExpire() {
+		r.expiry.Ascend(func(d deadline) bool {
+			if d.at > now {
+				return false
+			}
+			n++
+			return true
+		})
+	}
+	return n
 }
 
 // defineIndexes makes every region keep the indexes s.indexDefs names for

@@ -147,6 +147,9 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir is empty"))
 	}
+	if c.Raft.WatchHistory < 0 || c.Raft.WatchHistory > 10_000_000 {
+		errs = append(errs, fmt.Errorf("--watch-history %d: want 0 (the default, %d) to 10000000 events per group", c.Raft.WatchHistory, raftgroup.DefaultConfig().WatchHistory))
+	}
 	for _, a := range []struct{ flagName, addr string }{
 		{"--http-addr", c.HTTPAddr}, {"--internal-addr", c.InternalAddr}, {"--gossip-addr", c.GossipAddr},
 	} {

@@ -23,6 +23,7 @@ import (
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
+	"github.com/kvnode/kvnode/store/expiry"
 	"github.com/kvnode/kvnode/store/query"
 	"github.com/kvnode/kvnode/store/regions"
 	"github.com/kvnode/kvnode/store/transport"
@@ -214,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	ctx, n.cancel = context.WithCancel(ctx)
 	n.store.Start()
 	n.cluster.Start(ctx)
+	go expiry.Run(ctx, n.store.Router(), expiry.Interval, logger.With("component", "expiry"))
 
 	api := rest.New(rest.Config{
 		Auth:            n.auth,

@@ -18,6 +18,15 @@
 // DISTINCT, COUNT/SUM/AVG/MIN/MAX, GROUP BY). Execute is both over all the
 // data at once. Partials encode for the wire (EncodePartial).
 //
+// Continuous queries (NewCQ, for watches) test one entry at a time with the
+// same compiled WHERE: an entry matches iff the query over a region holding
+// only that entry would return it. So a CQ is SELECT * (or its one iterator
+// variable) over /r, /r.values, /r.keySet or /r.entrySet (e.key, e.value:
+// key predicates), and NewCQ refuses, wrapping ErrNotContinuous, what needs
+// other rows or other data: joins, DISTINCT, aggregates, GROUP BY, ORDER BY,
+// LIMIT, other projections, and any region read in WHERE (a subquery over
+// an entry's own members is fine).
+//
 // Decisions where oql.md leaves a choice:
 //   - Parse checks syntax only, as Geode does when a named query is
 //     stored; names, GROUP BY rules and aggregate placement are checked when

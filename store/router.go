@@ -86,6 +86,9 @@ func (r *Router) Apply(ctx context.Context, gid uint64, cmd *codec.Command) (*co
 	if r.closed() {
 		return nil, region.ErrShuttingDown
 	}
+	if cmd.Now == 0 && cmd.Op.Timed() { // the clock expiry is decided by (fsm/expiry.go)
+		cmd.Now = uint64(time.Now().UnixMilli())
+	}
 	data := cmd.Encode(nil)
 	if limit := r.cfg.MaxFrameBytes; int64(len(data)) > limit {
 		// Refused the same way whichever member receives the request,

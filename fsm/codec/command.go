@@ -17,9 +17,16 @@ import (
 // which have only a version-2 encoding. The encoder picks the lowest version that can
 // express a command, and the decoder refuses a version-2 encoding of a
 // command version 1 can express, so every command has exactly one encoding.
+//
+// Version 3 adds time: the leader's clock (Now, unix milliseconds) and an
+// entry time-to-live (TTL, milliseconds) after the fields of version 2,
+// for the entry commands, create-region (the region's default) and the
+// ops added with expiry (alter-region, expire), which exist only in
+// version 3.
 const (
 	commandV1 = 1
 	commandV2 = 2
+	commandV3 = 3
 )
 
 // Command is one replicated operation.
@@ -49,10 +56,22 @@ type Command struct {
 	StageData []byte
 	StageSize uint64
 	StageSum  uint32
+	// Now is the clock of the member that made the command, in unix
+	// milliseconds (0: not stamped, a command of an older build). The
+	// state machine never reads a clock: it takes time from here, and
+	// never lets it go backwards (see fsm's DESIGN.md, "Expiry").
+	Now uint64
+	// TTL, in milliseconds: on entry writes, how long after Now the
+	// written entries expire (0: never); on create-region and
+	// alter-region, the region's default entry time-to-live.
+	TTL uint64
 }
 
 // version is the format version Encode writes for c.
 func (c *Command) version() byte {
+	if c.Op.V3Only() || (c.Op.Timed() && (c.Now != 0 || c.TTL != 0)) {
+		return commandV3
+	}
 	if c.RegionID != 0 || c.Op == OpSetMeta || c.Op == OpBatch || c.Op == OpClearPart || c.Op == OpDeleteIf || c.Op.Staging() {
 		return commandV2
 	}
@@ -93,7 +112,7 @@ func (c *Command) Encode(dst []byte) []byte {
 		return binary.AppendUvarint(dst, c.StageID)
 	}
 	dst = appendString(dst, c.Region)
-	if v == commandV2 {
+	if v >= commandV2 {
 		dst = binary.AppendUvarint(dst, c.RegionID)
 	}
 	switch c.Op {
@@ -112,11 +131,15 @@ func (c *Command) Encode(dst []byte) []byte {
 			dst = appendBytes(dst, p.Old)
 			dst = appendBytes(dst, p.New)
 		}
-	case OpDelete:
+	case OpDelete, OpExpire:
 		dst = binary.AppendUvarint(dst, uint64(len(c.Keys)))
 		for _, k := range c.Keys {
 			dst = appendString(dst, k)
 		}
+	}
+	if v == commandV3 {
+		dst = binary.AppendUvarint(dst, c.Now)
+		dst = binary.AppendUvarint(dst, c.TTL)
 	}
 	return dst
 }
@@ -138,7 +161,7 @@ func (c *Command) sizeHint() int {
 	for _, b := range c.Batch {
 		n += prefix + len(b)
 	}
-	n += 5*prefix + len(c.StageData)
+	n += 7*prefix + len(c.StageData)
 	return n
 }
 
@@ -184,13 +207,13 @@ func CheckCommand(b []byte) (Op, error) {
 
 func decodeCommand(d decoder) (Command, error) {
 	v := d.u8("format version")
-	if d.err == nil && v > commandV2 {
+	if d.err == nil && v > commandV3 {
 		// A newer member wrote it (a rolling upgrade writing a new
 		// version before every member reads it): say so, not "damaged".
-		return Command{}, fmt.Errorf("fsm: decode command: format version %d was written by a newer kvnode (this build reads versions %d and %d): upgrade this member", v, commandV1, commandV2)
+		return Command{}, fmt.Errorf("fsm: decode command: format version %d was written by a newer kvnode (this build reads versions %d to %d): upgrade this member", v, commandV1, commandV3)
 	}
-	if d.err == nil && v != commandV1 && v != commandV2 {
-		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads versions %d and %d)", v, commandV1, commandV2)
+	if d.err == nil && v == 0 {
+		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads versions %d to %d)", v, commandV1, commandV3)
 	}
 	op := Op(d.u8("op"))
 	if d.err == nil && !op.known() {
@@ -255,10 +278,19 @@ func decodeCommand(d decoder) (Command, error) {
 		}
 		return c, nil
 	}
-	if v2Only(op) && d.err == nil && v != commandV2 {
+	if v2Only(op) && d.err == nil && v == commandV1 {
 		return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV2)
 	}
+	if d.err == nil && op.V3Only() && v != commandV3 {
+		return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV3)
+	}
+	if d.err == nil && v == commandV3 && !op.Timed() {
+		return Command{}, fmt.Errorf("fsm: decode command: %v has no format version %d", op, commandV3)
+	}
 	c := Command{Op: op, Region: d.str("region name")}
+	if v == commandV3 {
+		c.RegionID = d.uvarint("region id", "")
+	}
 	if v == commandV2 {
 		c.RegionID = d.uvarint("region id", "")
 		// clear-part and delete-if have only a version-2 form, so their
@@ -286,12 +318,19 @@ func decodeCommand(d decoder) (Command, error) {
 				c.Pairs[i] = region.CASPair{Key: d.str("key"), Old: d.raw("old value"), New: d.raw("new value")}
 			}
 		}
-	case OpDelete:
+	case OpDelete, OpExpire:
 		if n := d.count("key", 1); n > 0 {
 			c.Keys = make([]string, n)
 			for i := range c.Keys {
 				c.Keys[i] = d.str("key")
 			}
+		}
+	}
+	if v == commandV3 {
+		c.Now = d.uvarint("now", "")
+		c.TTL = d.uvarint("time-to-live", "")
+		if d.err == nil && !op.V3Only() && c.Now == 0 && c.TTL == 0 {
+			d.fail("no time in a version 3 %v command: version %d encodes it", op, map[bool]int{true: commandV2, false: commandV1}[c.RegionID != 0 || v2Only(op)])
 		}
 	}
 	if err := d.finish(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +73,23 @@ func goldenCommandsV2() []Command {
 	}
 }
 
+// goldenCommandsV3 holds commands that need format version 3: those
+// carrying time (the clock of the member that made them, a time-to-live)
+// and the ops added with expiry. testdata/golden/v3-<op>.bin pin them.
+func goldenCommandsV3() []Command {
+	return []Command{
+		{Op: OpCreateRegion, Region: "sessions", Kind: region.Replicate, TTL: 60_000},
+		{Op: OpPut, Region: "sessions", Entries: entries("s1", `{"u":"ann"}`), Now: 1_795_000_000_123, TTL: 30_000},
+		{Op: OpPutIfAbsent, Region: "orders", RegionID: 300, Entries: entries("", `{"g":1}`), Now: 1_795_000_000_124},
+		{Op: OpReplace, Region: "orders", RegionID: 9, Entries: entries("k", `{"v":2}`), Now: 1_795_000_000_125, TTL: 1},
+		{Op: OpCAS, Region: "orders", Pairs: []region.CASPair{{Key: "k", Old: []byte(`{"v":1}`), New: []byte(`{"v":2}`)}}, Now: 1_795_000_000_126},
+		{Op: OpDelete, Region: "orders", RegionID: 4, Keys: []string{"k1", "ключ"}, Now: 1_795_000_000_127},
+		{Op: OpDeleteIf, Region: "orders", Entries: entries("k", `{}`), Now: 1_795_000_000_128},
+		{Op: OpAlterRegion, Region: "sessions"},
+		{Op: OpExpire, Region: "sessions", RegionID: 12, Keys: []string{"s1", "s2"}, Now: 1_795_000_001_000},
+	}
+}
+
 func TestCommandGolden(t *testing.T) {
 	cmds := goldenCommands()
 	if len(cmds) != int(OpClear) {
@@ -88,10 +106,13 @@ func TestCommandGolden(t *testing.T) {
 	for _, c := range goldenCommandsV2() {
 		all = append(all, named{"v2-" + c.Op.String() + ".bin", c})
 	}
+	for _, c := range goldenCommandsV3() {
+		all = append(all, named{"v3-" + c.Op.String() + ".bin", c})
+	}
 	for _, nc := range all {
 		c, name := nc.c, nc.name
 		t.Run(name, func(t *testing.T) {
-			if want := c.version(); (want == commandV2) != strings.HasPrefix(name, "v2-") {
+			if want := c.version(); (want == commandV2) != strings.HasPrefix(name, "v2-") || (want == commandV3) != strings.HasPrefix(name, "v3-") {
 				t.Fatalf("%s: Encode picks format version %d", name, want)
 			}
 			golden(t, name, c.Encode(nil))
@@ -192,9 +213,15 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"empty", nil, "truncated"},
 		{"version only", []byte{1}, "truncated"},
 		{"version 0", []byte{0, 3, 0}, "format version 0"},
-		{"version 3", []byte{3, 3, 0}, "format version 3 was written by a newer kvnode"},
+		{"version 4", []byte{4, 3, 0}, "format version 4 was written by a newer kvnode"},
+		{"version 3 without time", []byte{3, byte(OpDelete), 1, 'r', 0, 1, 1, 'k', 0, 0}, "no time in a version 3 delete command: version 1 encodes it"},
+		{"version 3 partition command without time", []byte{3, byte(OpDelete), 1, 'r', 7, 1, 1, 'k', 0, 0}, "version 2 encodes it"},
+		{"version 3 clear", []byte{3, byte(OpClear), 1, 'r', 0, 1, 0}, "clear has no format version 3"},
+		{"alter-region in version 2", []byte{2, byte(OpAlterRegion), 1, 'r', 1}, "needs format version 3"},
+		{"expire in version 1", []byte{1, byte(OpExpire), 1, 'r', 1, 1, 'k'}, "needs format version 3"},
+		{"version 3 without its time", []byte{3, byte(OpExpire), 1, 'r', 0, 1, 1, 'k'}, "truncated: missing now"},
 		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
-		{"op 16", []byte{1, 16, 0}, "unknown op 16"},
+		{"op 18", []byte{1, 18, 0}, "unknown op 18"},
 		{"stage in version 1", []byte{1, byte(OpStage), 1, 0, 0}, "needs format version 2"},
 		{"delete-if in version 1", []byte{1, byte(OpDeleteIf), 1, 'r', 1, 1, 'k', 2, '{', '}'}, "needs format version 2"},
 		{"clear-part in version 1", []byte{1, 11, 0}, "needs format version 2"},
@@ -234,7 +261,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 
 // TestDecodeEveryTruncation: no proper prefix of a valid command decodes.
 func TestDecodeEveryTruncation(t *testing.T) {
-	for _, c := range append(goldenCommands(), goldenCommandsV2()...) {
+	for _, c := range slices.Concat(goldenCommands(), goldenCommandsV2(), goldenCommandsV3()) {
 		b := c.Encode(nil)
 		for n := 0; n < len(b); n++ {
 			if got, err := DecodeCommand(b[:n]); err == nil {

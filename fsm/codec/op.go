@@ -23,11 +23,13 @@ const (
 	OpStage         Op = 13 // StageID, StageSeq, StageData: one chunk of a large command (see fsm's stage.go)
 	OpCommitStaged  Op = 14 // StageID, StageSeq (chunk count), StageSize, StageSum: apply the command the staged chunks make up
 	OpDropStaged    Op = 15 // StageID: forget an unfinished staged command
+	OpAlterRegion   Op = 16 // Region, TTL: change a region's default entry time-to-live (group 0)
+	OpExpire        Op = 17 // Region, RegionID, Keys, Now: remove each key whose deadline is not after Now (the others are left alone)
 )
 
 // MaxOp is the highest Op this build knows: a dispatch table indexed by Op
 // (the state machine's) needs one slot per value up to it.
-const MaxOp = OpDropStaged
+const MaxOp = OpExpire
 
 // String returns the operation's name as it appears in error messages and in
 // the golden file names (testdata/golden/<name>.bin).
@@ -63,6 +65,10 @@ func (o Op) String() string {
 		return "commit-staged"
 	case OpDropStaged:
 		return "drop-staged"
+	case OpAlterRegion:
+		return "alter-region"
+	case OpExpire:
+		return "expire"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -74,6 +80,16 @@ func (o Op) known() bool { return o >= OpCreateRegion && o <= MaxOp }
 // commands only. Region and metadata commands use the log index as an ID or
 // version, which the sub-commands of a batch share.
 func (o Op) Batchable() bool { return o >= OpPut && o <= OpDelete }
+
+// V3Only reports whether o exists only in format version 3 (the ops added
+// with entry expiry).
+func (o Op) V3Only() bool { return o == OpAlterRegion || o == OpExpire }
+
+// Timed reports whether o may carry Now and TTL (format version 3): the
+// entry commands and the creation of a region (its default time-to-live).
+func (o Op) Timed() bool {
+	return o == OpCreateRegion || (o >= OpPut && o <= OpDelete) || o == OpDeleteIf || o.V3Only()
+}
 
 // Staging reports whether o is one of the ops that carry a large command in
 // chunks (package fsm's stage.go has the protocol).

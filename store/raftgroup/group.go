@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/internal/durable"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/transport"
@@ -24,6 +25,10 @@ import (
 // Config tunes a Raft group. Zero fields take the defaults of
 // DefaultConfig.
 type Config struct {
+	// WatchHistory is how many change events each group's state machine
+	// keeps for watches to resume from (fsm.Options.History; 0: its
+	// default).
+	WatchHistory int
 	// HeartbeatTimeout and ElectionTimeout bound how long a follower waits
 	// for the leader before starting an election; they set failover time.
 	HeartbeatTimeout time.Duration
@@ -62,6 +67,7 @@ type Config struct {
 // others can elect a new one.
 func DefaultConfig() Config {
 	return Config{
+		WatchHistory:       history.Default,
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
@@ -295,6 +301,7 @@ func Open(o Options) (*Group, error) {
 	// halted follower stops acknowledging entries it does not apply.
 	halts := make(chan error, 1)
 	fo.Group = gid
+	fo.History = rc.WatchHistory
 	fo.OnHalt = func(err error) {
 		select {
 		case halts <- err:

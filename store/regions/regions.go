@@ -89,6 +89,7 @@ func New(groups Groups, logger *slog.Logger) *API {
 	}
 	r := &API{groups: groups, parts: &Parts{groups: groups}, logger: logger}
 	groups.Serve(readRPC, "the read's answer", r.parts.serveRead)
+	groups.Serve(watchRPC, "the watch's answer", r.parts.serveWatch)
 	return r
 }
 

@@ -100,3 +100,71 @@ export async function getJSON(path, query) {
   const r = await call('GET', path, { query });
   return r.text ? JSON.parse(r.text) : null;
 }
+
+// openStream starts a Server-Sent Events answer (GET /kv/v1/watch) with
+// the user's credentials, which a browser's EventSource cannot send (it
+// sets no headers): so the console reads the stream with fetch, and
+// resumes it itself with Last-Event-ID. It resolves with the Response
+// once the stream has started, and rejects with an ApiError as call does.
+export async function openStream(path, query, lastEventId, signal) {
+  const url = path + '?' + new URLSearchParams(query).toString();
+  const headers = { Accept: 'text/event-stream, application/json' };
+  if (authorization) headers.Authorization = authorization;
+  if (lastEventId) headers['Last-Event-ID'] = lastEventId;
+  let resp;
+  try {
+    resp = await fetch(url, { headers, signal, credentials: 'omit', cache: 'no-store' });
+  } catch (e) {
+    if (signal && signal.aborted) throw e;
+    throw new ApiError({ network: true, status: 0, method: 'GET', path: url, cause: `the node did not answer (${e.message})` });
+  }
+  if (resp.ok) return resp;
+  const text = await resp.text();
+  let cause = text;
+  let body = {};
+  try { body = JSON.parse(text); if (typeof body.cause === 'string') cause = body.cause; } catch (_) { /* not JSON */ }
+  const err = new ApiError({ status: resp.status, method: 'GET', path: url, cause: cause || `HTTP ${resp.status}`, body: text,
+    oldestToken: body.oldestToken, retryAfter: resp.headers.get('Retry-After') });
+  if (resp.status === 401 && authorization) for (const f of listeners) f(err);
+  throw err;
+}
+
+// readEvents reads a Server-Sent Events body, calling onEvent({type,
+// data, id}) per event and onId(id) whenever the last event ID changes
+// (a keep-alive's id without data too). Lines end in CRLF, LF or CR;
+// comments are skipped; data lines join with "\n". It resolves when the
+// stream ends.
+export async function readEvents(body, onEvent, onId) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  let type = '';
+  let data = [];
+  let idBuf = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (!done) buf += value;
+    // A CR at the end of what came may be half of a CRLF: wait for more,
+    // unless the stream has ended.
+    const eol = done ? /\r\n|\r|\n/ : /\r\n|\r(?=[^\n])|\n/;
+    let m;
+    while ((m = eol.exec(buf)) !== null) {
+      const line = buf.slice(0, m.index);
+      buf = buf.slice(m.index + m[0].length);
+      if (line === '') {
+        if (idBuf !== null) onId(idBuf);
+        if (data.length) onEvent({ type: type || 'message', data: data.join('\n'), id: idBuf });
+        type = '';
+        data = [];
+        continue;
+      }
+      if (line[0] === ':') continue;
+      const i = line.indexOf(':');
+      const field = i < 0 ? line : line.slice(0, i);
+      const val = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+      if (field === 'event') type = val;
+      else if (field === 'data') data.push(val);
+      else if (field === 'id' && !val.includes('\0')) idBuf = val;
+    }
+    if (done) return;
+  }
+}

@@ -1,5 +1,6 @@
 // The console's shell: sign-in, the top bar, the navigation and the
-// router (#/overview, #/regions, #/data/{region}, #/query, #/functions).
+// router (#/overview, #/regions, #/data/{region}, #/query, #/functions,
+// #/watch/{region}).
 
 import * as api from './api.js';
 import { h, fill, errorBox, toast } from './dom.js';
@@ -9,6 +10,7 @@ import * as regions from './views/regions.js';
 import * as data from './views/data.js';
 import * as query from './views/query.js';
 import * as functions from './views/functions.js';
+import * as watch from './views/watch.js';
 
 const views = {
   overview: { title: 'Overview', icon: '◉', view: overview },
@@ -16,6 +18,7 @@ const views = {
   data: { title: 'Data browser', icon: '⊞', view: data },
   query: { title: 'Query', icon: '❯', view: query },
   functions: { title: 'Functions', icon: 'ƒ', view: functions },
+  watch: { title: 'Watch', icon: '◌', view: watch },
 };
 
 const root = document.getElementById('app');

@@ -1,0 +1,87 @@
+package expiry
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/region"
+)
+
+// Groups is what the loop needs of the store (store.Router implements it).
+type Groups interface {
+	// PartitionCount is P, the partition groups being 1..P.
+	PartitionCount(ctx context.Context) (int, error)
+	// Leads reports whether this member leads group gid now.
+	Leads(gid uint64) bool
+	// ControlState is this member's replica of the control group.
+	ControlState() (*fsm.FSM, error)
+	// LocalPart is this member's replica of partition group gid.
+	LocalPart(ctx context.Context, gid uint64, c region.Consistency) (*fsm.FSM, error)
+	// Apply replicates cmd through group gid.
+	Apply(ctx context.Context, gid uint64, cmd *codec.Command) (*codec.Result, error)
+}
+
+// Interval is how often the loop looks for due entries: an expired
+// entry's removal (and its expire event) follows its deadline by about
+// this much plus a commit. Reads hide it from the deadline on.
+const Interval = 250 * time.Millisecond
+
+// batchKeys bounds the keys of one expire command.
+const batchKeys = 1000
+
+// Run proposes the removal of due entries on the groups this member
+// leads, every interval, until ctx ends.
+func Run(ctx context.Context, groups Groups, interval time.Duration, logger *slog.Logger) {
+	if interval <= 0 {
+		interval = Interval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := Once(ctx, groups); err != nil && ctx.Err() == nil {
+			logger.Warn("expiry: removing expired entries failed; trying again", "error", err)
+		}
+	}
+}
+
+// Once proposes the removal of the entries due now on every group this
+// member leads.
+func Once(ctx context.Context, groups Groups) error {
+	gids := []uint64{0}
+	if p, err := groups.PartitionCount(ctx); err == nil {
+		for g := 1; g <= p; g++ {
+			gids = append(gids, uint64(g))
+		}
+	}
+	for _, gid := range gids {
+		if !groups.Leads(gid) {
+			continue
+		}
+		f, err := replica(ctx, groups, gid)
+		if err != nil {
+			continue // not open here (any more)
+		}
+		for _, d := range f.Due(batchKeys) {
+			cmd := &codec.Command{Op: codec.OpExpire, Region: d.Region, RegionID: d.RegionID, Keys: d.Keys}
+			if _, err := groups.Apply(ctx, gid, cmd); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func replica(ctx context.Context, groups Groups, gid uint64) (*fsm.FSM, error) {
+	if gid == 0 {
+		return groups.ControlState()
+	}
+	return groups.LocalPart(ctx, gid, region.Stale)
+}

@@ -1,0 +1,463 @@
+package regions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/history"
+	"github.com/kvnode/kvnode/region"
+)
+
+// Watches. A region's changes are its groups' events (fsm/events.go):
+// group 0's for a replicated region, every partition group's for a
+// partitioned one. A watch follows each group from a position, on this
+// member's replica when it hosts one and otherwise through the watch RPC
+// on a member that does, so it works on any member. Its token is the
+// vector of those positions; since every replica holds the same events at
+// the same positions, a token resumes on any member, exactly after the
+// last event delivered.
+
+// watchRPC names the RPC that reads a group's events on another member.
+const watchRPC = "watch"
+
+const (
+	// batchEvents bounds one read of a group's events (and so the
+	// memory a watch holds: one batch per group).
+	batchEvents = 256
+	// defaultBuffer is how far behind its groups' newest events a watch
+	// may fall when WatchOptions.Buffer is 0.
+	defaultBuffer = 4096
+	// remoteWait is how long the watch RPC waits for new events before
+	// it answers with none: the poll interval of an idle remote group.
+	remoteWait = 2 * time.Second
+	// regionCheck is how often an idle watch checks that its region
+	// still exists (a partitioned region's destruction produces no event
+	// in its partition groups).
+	regionCheck = time.Second
+)
+
+type watchReq struct {
+	Region string      `json:"region"`
+	ID     uint64      `json:"id"`
+	After  history.Pos `json:"after"`
+	Max    int         `json:"max"`
+	WaitMs int64       `json:"waitMs"`
+	// Position asks only for the replica's current position (in Next).
+	Position bool `json:"position,omitempty"`
+	// Capture asks for the region's entries here and the position after
+	// them (a watch's initial results).
+	Capture bool `json:"capture,omitempty"`
+}
+
+type watchResp struct {
+	Events []history.Event `json:"events,omitempty"`
+	Next   history.Pos     `json:"next"`
+	Behind int             `json:"behind"`
+	// Gone is the history's floor when After is older than it.
+	Gone *history.Pos `json:"gone,omitempty"`
+	// Entries answer Capture.
+	Entries []region.Entry `json:"entries,omitempty"`
+}
+
+// Watch opens a watch of region name's changes on this member (see
+// region.Watch). Errors: region.ErrRegionNotFound, region.ErrInvalid (a
+// token that is not one of this region's), *region.GoneError.
+func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) (region.Watch, error) {
+	ref, err := r.parts.Resolve(ctx, name, region.Linearizable)
+	if err != nil {
+		return nil, err
+	}
+	gids := []uint64{controlGroup}
+	if ref.Kind == region.Partition {
+		p, err := r.groups.PartitionCount(ctx)
+		if err != nil {
+			return nil, err
+		}
+		gids = AllGroups(p)
+	}
+	w := &watch{api: r, ref: ref, gids: gids, pos: make([]history.Pos, len(gids)), buffer: opts.Buffer}
+	if w.buffer <= 0 {
+		w.buffer = defaultBuffer
+	}
+	switch {
+	case opts.From != "":
+		if w.pos, err = parseToken(opts.From, gids); err != nil {
+			return nil, err
+		}
+		if err := w.checkHistory(ctx, opts.From); err != nil {
+			return nil, err
+		}
+	case opts.Initial != nil:
+		for i, gid := range gids {
+			if w.pos[i], err = w.capture(ctx, gid, opts.Initial); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		for i, gid := range gids {
+			if w.pos[i], err = w.position(ctx, gid); err != nil {
+				return nil, err
+			}
+		}
+	}
+	w.start()
+	return w, nil
+}
+
+// watch is one open watch: a reader per group feeding batches to Next.
+type watch struct {
+	api    *API
+	ref    Ref
+	gids   []uint64
+	pos    []history.Pos // delivered, by index in gids
+	buffer int
+
+	batches chan groupBatch
+	cancel  context.CancelFunc
+}
+
+type groupBatch struct {
+	i   int // index in gids
+	b   history.Batch
+	err error
+}
+
+// start runs a reader per group. Each holds at most one batch not taken
+// by Next yet, so a watch's memory is bounded whatever its consumer does.
+func (w *watch) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel, w.batches = cancel, make(chan groupBatch)
+	for i, gid := range w.gids {
+		go w.follow(ctx, i, gid, w.pos[i])
+	}
+}
+
+// follow reads group gid's events from after on, until ctx ends or an
+// error (sent to Next) stops it.
+func (w *watch) follow(ctx context.Context, i int, gid uint64, after history.Pos) {
+	for {
+		b, err := w.read(ctx, gid, after, remoteWait)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && len(b.Events) == 0 && b.Next == after {
+			continue // a remote poll that found nothing
+		}
+		select {
+		case w.batches <- groupBatch{i: i, b: b, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+		after = b.Next
+	}
+}
+
+// read returns group gid's events of the region after a position, from a
+// replica here or on a member, waiting up to wait for some (a local
+// replica waits until ctx ends).
+func (w *watch) read(ctx context.Context, gid uint64, after history.Pos, wait time.Duration) (history.Batch, error) {
+	req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: wait.Milliseconds()}
+	return w.api.visitEvents(ctx, gid, req, wait)
+}
+
+// visitEvents runs req on a replica of group gid, here or on a member.
+func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, wait time.Duration) (history.Batch, error) {
+	var b history.Batch
+	err := r.groups.Visit(ctx, gid, region.Stale, "watch", func(f *fsm.FSM) error {
+		var err error
+		b, err = localEvents(ctx, f, req, wait)
+		return err
+	}, func(addr string) error {
+		body, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		data, err := r.groups.Call(ctx, addr, gid, watchRPC, body)
+		if err != nil {
+			return err
+		}
+		var resp watchResp
+		if err := json.Unmarshal(data, &resp); err != nil {
+			return fmt.Errorf("watch answer from %s: %w", addr, err)
+		}
+		if resp.Gone != nil {
+			return &history.GoneError{Asked: req.After, Oldest: *resp.Gone}
+		}
+		b = history.Batch{Events: resp.Events, Next: resp.Next, Behind: resp.Behind}
+		return nil
+	})
+	return b, err
+}
+
+// localEvents reads a local replica's events for req, waiting up to wait
+// (0: not at all) when there are none yet.
+func localEvents(ctx context.Context, f *fsm.FSM, req watchReq, wait time.Duration) (history.Batch, error) {
+	if req.Position {
+		return history.Batch{Next: f.History().Position()}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	b, err := f.History().Events(wctx, req.Region, req.After, req.Max)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return b, nil // nothing new within wait
+	}
+	return b, err
+}
+
+// serveWatch answers another member's watch of this member's replica.
+func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency) (*fsm.FSM, error), body []byte) ([]byte, error) {
+	var req watchReq
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("%w: watch request: %v", region.ErrInvalid, err)
+	}
+	f, err := replica(region.Stale)
+	if err != nil {
+		return nil, err
+	}
+	if req.Capture {
+		return captureAnswer(f, req)
+	}
+	req.Max = min(max(req.Max, 1), batchEvents)
+	b, err := localEvents(ctx, f, req, min(time.Duration(req.WaitMs)*time.Millisecond, remoteWait))
+	var gone *history.GoneError
+	var resp watchResp
+	switch {
+	case errors.As(err, &gone):
+		resp.Gone = &gone.Oldest
+	case err != nil:
+		return nil, err
+	default:
+		resp = watchResp{Events: b.Events, Next: b.Next, Behind: b.Behind}
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encode watch answer: %w", err)
+	}
+	return out, nil
+}
+
+// position is group gid's current position, after everything applied.
+func (w *watch) position(ctx context.Context, gid uint64) (history.Pos, error) {
+	b, err := w.api.visitEvents(ctx, gid, watchReq{Position: true}, 0)
+	return b.Next, err
+}
+
+// capture sends group gid's part of the region to fn and returns the
+// position after the state it saw.
+func (w *watch) capture(ctx context.Context, gid uint64, fn func(string, json.RawMessage) error) (history.Pos, error) {
+	id := w.ref.ID
+	if gid == controlGroup {
+		id = 0
+	}
+	var pos history.Pos
+	err := w.api.groups.Visit(ctx, gid, region.Stale, "watch", func(f *fsm.FSM) error {
+		z, err := f.Freeze(w.ref.Name, id)
+		if err != nil {
+			return err
+		}
+		pos = z.Position()
+		return sendFrozen(z, fn)
+	}, func(addr string) error {
+		body, err := json.Marshal(watchReq{Region: w.ref.Name, ID: id, Capture: true})
+		if err != nil {
+			return err
+		}
+		data, err := w.api.groups.Call(ctx, addr, gid, watchRPC, body)
+		if err != nil {
+			return fmt.Errorf("initial results of partition group %d from %s: %w", gid, addr, err)
+		}
+		var resp watchResp
+		if err := json.Unmarshal(data, &resp); err != nil {
+			return fmt.Errorf("initial results from %s: %w", addr, err)
+		}
+		pos = resp.Next
+		for _, e := range resp.Entries {
+			if err := fn(e.Key, e.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return pos, err
+}
+
+// captureAnswer is the watch RPC's answer to a capture: every entry of the
+// region's part here and the position after them, in one frame (a part
+// larger than the frame limit is refused whole: watch from a member that
+// hosts the group).
+func captureAnswer(f *fsm.FSM, req watchReq) ([]byte, error) {
+	z, err := f.Freeze(req.Region, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	resp := watchResp{Next: z.Position()}
+	err = sendFrozen(z, func(k string, v json.RawMessage) error {
+		resp.Entries = append(resp.Entries, region.Entry{Key: k, Value: v})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encode the initial results: %w", err)
+	}
+	return out, nil
+}
+
+// sendFrozen calls fn with every entry of z, in key order.
+func sendFrozen(z *fsm.Frozen, fn func(string, json.RawMessage) error) error {
+	cur, buf := z.Cursor(), make([]region.Entry, 256)
+	for n := cur.Read(buf); n > 0; n = cur.Read(buf) {
+		for _, e := range buf[:n] {
+			if err := fn(e.Key, e.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkHistory refuses a token older than some group's history.
+func (w *watch) checkHistory(ctx context.Context, token string) error {
+	oldest := make([]history.Pos, len(w.gids))
+	gone := false
+	for i, gid := range w.gids {
+		_, err := w.read(ctx, gid, w.pos[i], 0)
+		var g *history.GoneError
+		switch {
+		case errors.As(err, &g):
+			oldest[i], gone = g.Oldest, true
+		case err != nil:
+			return err
+		default:
+			oldest[i] = w.pos[i]
+		}
+	}
+	if gone {
+		return &region.GoneError{Token: token, Oldest: formatToken(w.gids, oldest)}
+	}
+	return nil
+}
+
+// Next returns the next events (see region.Watch).
+func (w *watch) Next(ctx context.Context) ([]region.Event, error) {
+	tick := time.NewTicker(regionCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case gb := <-w.batches:
+			if events, err := w.take(gb); err != nil || len(events) > 0 {
+				return events, err
+			}
+		case <-tick.C:
+			if err := w.alive(); err != nil {
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// take turns a group's batch into the watch's events.
+func (w *watch) take(gb groupBatch) ([]region.Event, error) {
+	var gone *history.GoneError
+	switch {
+	case errors.As(gb.err, &gone):
+		// The reader fell behind the history: as slow as a consumer can be.
+		return nil, fmt.Errorf("%w: its position is no longer in the history kept", region.ErrSlowConsumer)
+	case gb.err != nil:
+		return nil, gb.err
+	}
+	if gb.b.Behind > w.buffer {
+		return nil, fmt.Errorf("%w: %d events behind (its buffer holds %d)", region.ErrSlowConsumer, gb.b.Behind, w.buffer)
+	}
+	var out []region.Event
+	for _, e := range gb.b.Events {
+		w.pos[gb.i] = e.Pos
+		if e.RegionID != w.ref.ID {
+			continue // another incarnation of the name
+		}
+		out = append(out, region.Event{Type: e.Type, Key: e.Key, Value: e.Value, Old: e.Old, Token: formatToken(w.gids, w.pos)})
+	}
+	w.pos[gb.i] = gb.b.Next
+	if len(out) == 0 {
+		if err := w.alive(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// alive checks that the region watched still exists, as the same
+// incarnation, in this member's copy of the control group.
+func (w *watch) alive() error {
+	f, err := w.api.groups.ControlState()
+	if err != nil {
+		return err
+	}
+	if ref, ok := Lookup(f, w.ref.Name); !ok || ref.ID != w.ref.ID {
+		return fmt.Errorf("region %q was destroyed: %w", w.ref.Name, region.ErrRegionNotFound)
+	}
+	return nil
+}
+
+// Token is the position after every event delivered.
+func (w *watch) Token() string { return formatToken(w.gids, w.pos) }
+
+// Close stops the watch's readers.
+func (w *watch) Close() { w.cancel() }
+
+// formatToken writes positions as "gid:index.n" per group, comma
+// separated, groups ascending.
+func formatToken(gids []uint64, pos []history.Pos) string {
+	var b strings.Builder
+	for i, gid := range gids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(gid, 10))
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatUint(pos[i].Index, 10))
+		b.WriteByte('.')
+		b.WriteString(strconv.FormatUint(uint64(pos[i].N), 10))
+	}
+	return b.String()
+}
+
+// parseToken reads a token of the groups gids.
+func parseToken(token string, gids []uint64) ([]history.Pos, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: resume token %q is not one of this region's (%s): use an event's id as it was sent", region.ErrInvalid, token, why)
+	}
+	parts := strings.Split(token, ",")
+	if len(parts) != len(gids) {
+		return nil, bad(fmt.Sprintf("it names %d groups, the region has %d", len(parts), len(gids)))
+	}
+	pos := make([]history.Pos, len(gids))
+	for i, part := range parts {
+		g, rest, ok1 := strings.Cut(part, ":")
+		idx, n, ok2 := strings.Cut(rest, ".")
+		gid, err1 := strconv.ParseUint(g, 10, 64)
+		index, err2 := strconv.ParseUint(idx, 10, 64)
+		num, err3 := strconv.ParseUint(n, 10, 32)
+		if !ok1 || !ok2 || err1 != nil || err2 != nil || err3 != nil {
+			return nil, bad(fmt.Sprintf("part %q is not group:index.number", part))
+		}
+		if gid != gids[i] {
+			return nil, bad(fmt.Sprintf("part %d is group %d, not %d", i+1, gid, gids[i]))
+		}
+		pos[i] = history.Pos{Index: index, N: uint32(num)}
+	}
+	return pos, nil
+}

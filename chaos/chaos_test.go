@@ -38,8 +38,12 @@ var (
 // chaosRegions are loaded in every run: one of each kind.
 var chaosRegions = []backend.RegionSpec{{Name: "chaosr"}, {Name: "chaosp", Partitioned: true}}
 
+// kvnodeFlags are the process members' flags. --watch-history keeps
+// enough events per group (the probes write hundreds a second) that the
+// watcher's resume after any fault of a run finds its token: a 410 fails
+// the run.
 func kvnodeFlags() []string {
-	return []string{"--regions", "chaosr:REPLICATE,chaosp:PARTITION", "--partition-groups", "3", "--log-level", "info"}
+	return []string{"--regions", "chaosr:REPLICATE,chaosp:PARTITION", "--partition-groups", "3", "--log-level", "info", "--watch-history", "50000"}
 }
 
 // TestChaos runs every scenario -chaos.runs times for -chaos.duration

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -147,7 +148,10 @@ func (w *Watcher) Run(ctx context.Context) {
 		if live {
 			what = "stream ended"
 		}
-		w.logf("watch %s: %s on %s: %v; resuming on %s after %q", w.Region, what, w.Names[m], err, w.Names[next], w.resumeID())
+		if live || failed%(10*len(w.URLs)) == 0 {
+			// Every end of a stream, and the first of each run of refusals.
+			w.logf("watch %s: %s on %s: %v; resuming on %s after %q", w.Region, what, w.Names[m], err, w.Names[next], w.resumeID())
+		}
 		m = next
 		if live {
 			failed = 0
@@ -358,11 +362,13 @@ func (w *Watcher) end(why string) {
 	w.ends[why]++
 }
 
+// problem records what the contract does not allow, each text once.
 func (w *Watcher) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.problems) < maxProblems {
-		w.problems = append(w.problems, fmt.Sprintf(format, args...))
+	if len(w.problems) < maxProblems && !slices.Contains(w.problems, msg) {
+		w.problems = append(w.problems, msg)
 	}
 }
 

@@ -96,6 +96,9 @@ func TestImportRules(t *testing.T) {
 		"rest/openapi": {module, echoPkg, raftPkg, memberlistPkg},
 		// HTTP conveniences that know nothing of the API's meaning.
 		"rest/middleware": {only(module + "/rest"), module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
+		// The SSE answer of a watch: plain net/http over region's
+		// vocabulary; rest registers it and wraps it in Echo.
+		"rest/watch":      {only(module + "/rest"), module + "/store", module + "/fsm", module + "/cluster", raftPkg, memberlistPkg, echoPkg},
 		"store/catalog":   {module + "/store", module + "/fsm", module + "/rest", module + "/cluster", raftPkg, memberlistPkg, echoPkg},
 		"store/listing":   {module + "/store", module + "/rest", module + "/cluster", memberlistPkg, echoPkg},
 		"store/placement": {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", memberlistPkg, echoPkg},
@@ -121,6 +124,8 @@ func TestImportRules(t *testing.T) {
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
 		// The Server-Sent Events format, read: nothing of kvnode.
 		"cli/sse": {module},
+		// The command line's typed values, as text: nothing of kvnode.
+		"cli/scalar": {module},
 		// The load tool is a client of the API like any other, as cli is:
 		// REST only, no package of the server (it re-states the bucket hash
 		// rather than import partition).

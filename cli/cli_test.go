@@ -332,6 +332,34 @@ func TestCommands(t *testing.T) {
 		expect(t, run("", "keys", "orders", "-o", "json"), 0, `{"keys":[]}`+"\n")
 	})
 
+	t.Run("time-to-live", func(t *testing.T) {
+		expect(t, run("", "region", "create", "sessions", "--ttl", "1m30s"), 0, "region sessions created\n")
+		expect(t, run("", "region", "list"), 0,
+			"NAME      TYPE       TTL\nevents    PARTITION  never\norders    REPLICATE  never\nsessions  REPLICATE  1m30s\n")
+		expect(t, run("", "region", "alter", "sessions", "--ttl", "1s"), 0, "region sessions: entry time-to-live 1s\n")
+		expect(t, run("", "region", "alter", "sessions", "--ttl", "0", "-o", "json"), 0,
+			`{"statusCode":"OK","result":{"name":"sessions","type":"REPLICATE"}}`+"\n")
+		expect(t, run("", "region", "alter", "sessions", "--ttl", "1s"), 0, "region sessions: entry time-to-live 1s\n")
+		expect(t, run("", "region", "alter", "nowhere", "--ttl", "1s"), cli.ExitNotFound, "")
+		expect(t, run("", "region", "alter", "sessions"), cli.ExitBadInput, "")
+		expect(t, run("", "region", "alter", "sessions", "--ttl", "1500ms"), cli.ExitBadInput, "")
+		expect(t, run("", "region", "create", "s2", "--ttl", "-1s"), cli.ExitBadInput, "")
+		expect(t, run("", "put", "sessions", "k", `{"v":1}`, "--ttl", "87600h1s"), cli.ExitBadInput, "") // over ten years: the API's 400
+
+		// k expires under the region's default, kept with --ttl 0; a
+		// put-if-absent and a replace carry their own.
+		expect(t, run("", "put", "sessions", "k", `{"v":1}`), 0, "stored sessions/k\n")
+		expect(t, run("", "put", "sessions", "kept", `{"v":1}`, "--ttl", "1s"), 0, "stored sessions/kept\n")
+		expect(t, run("", "put", "sessions", "kept", `{"v":2}`, "--replace", "--ttl", "0"), 0, "stored sessions/kept\n")
+		expect(t, run("", "put", "sessions", "once", `{"v":1}`, "--if-absent", "--ttl", "2s"), 0, "stored sessions/once\n")
+		waitfor.Cond(t, 20*time.Second, "sessions/k and sessions/once to expire", func() bool {
+			return run("", "keys", "sessions").out == "KEY\nkept\n"
+		})
+		expect(t, run("", "get", "sessions", "k"), cli.ExitNotFound, "")
+		expect(t, run("", "put", "sessions", "once", `{"v":2}`, "--if-absent"), 0, "stored sessions/once\n")
+		expect(t, run("", "region", "destroy", "sessions"), 0, "region sessions deleted\n")
+	})
+
 	t.Run("failover", func(t *testing.T) {
 		dead := "http://" + nodetest.FreeAddr(t)
 		expect(t, kvnode(t, nil, "", "region", "list", "--url", dead, "--url", c.urls[1]), 0,

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -62,6 +64,7 @@ null. With -o json the answer as it came: the value for one key,
 func newPutCmd(a *app) *cobra.Command {
 	var file, expect string
 	var ifAbsent, replace bool
+	var ttl time.Duration
 	c := command("put REGION KEY [VALUE|-]", "Write an entry", `
 Write a JSON object as the value of KEY: from the argument, from --file, or
 from standard input with "-".
@@ -72,6 +75,8 @@ from standard input with "-".
   --replace      PUT ...?op=REPLACE: only if the key exists; else the API's 400
   --expect OLD   PUT ...?op=CAS: only if the current value equals OLD; else a
                  conflict that prints the current value
+  --ttl D        ...&ttl=SECONDS: the entry expires D after this write (whole
+                 seconds: 30s, 10m; 0: never, whatever the region's default)
 
 Permission DATA:WRITE:REGION:KEY. The answer has no body, so -o json prints
 nothing.`, cobra.RangeArgs(2, 3), func(cmd *cobra.Command, args []string) error {
@@ -93,18 +98,25 @@ nothing.`, cobra.RangeArgs(2, 3), func(cmd *cobra.Command, args []string) error 
 			return usagef("--if-absent, --replace and --expect exclude each other")
 		}
 		region, key := args[0], args[1]
-		req := request{Method: http.MethodPut, Path: "/kv/v1/" + seg(region) + "/" + seg(key), Body: value}
+		req := request{Method: http.MethodPut, Path: "/kv/v1/" + seg(region) + "/" + seg(key), Query: url.Values{}, Body: value}
 		switch {
 		case ifAbsent:
 			req = request{Method: http.MethodPost, Path: "/kv/v1/" + seg(region), Query: url.Values{"key": {key}}, Body: value}
 		case replace:
-			req.Query = url.Values{"op": {"REPLACE"}}
+			req.Query.Set("op", "REPLACE")
 		case expect != "":
 			if !json.Valid([]byte(expect)) || !json.Valid(value) {
 				return usagef("--expect: the expected and the new value must both be JSON objects")
 			}
-			req.Query = url.Values{"op": {"CAS"}}
+			req.Query.Set("op", "CAS")
 			req.Body = fmt.Appendf(nil, `{"@old":%s,"@new":%s}`, bytes.TrimSpace([]byte(expect)), bytes.TrimSpace(value))
+		}
+		if cmd.Flags().Changed("ttl") {
+			secs, err := ttlSeconds(ttl)
+			if err != nil {
+				return err
+			}
+			req.Query.Set("ttl", strconv.FormatInt(secs, 10))
 		}
 		resp, err := a.call(cmd, req)
 		if err != nil {
@@ -121,6 +133,7 @@ nothing.`, cobra.RangeArgs(2, 3), func(cmd *cobra.Command, args []string) error 
 	c.Flags().BoolVar(&ifAbsent, "if-absent", false, "create only: a conflict if the key exists")
 	c.Flags().BoolVar(&replace, "replace", false, "update only: refused if the key is absent")
 	c.Flags().StringVar(&expect, "expect", "", "compare-and-set: write only if the current value equals this JSON object")
+	c.Flags().DurationVar(&ttl, "ttl", 0, "the entry's time-to-live from this write, whole seconds (0: never expires; default: the region's)")
 	return c
 }
 

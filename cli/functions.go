@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kvnode/kvnode/cli/scalar"
 )
 
 func newFunctionCmd(a *app) *cobra.Command {
@@ -108,11 +110,11 @@ func functionArgs(args []string) ([]byte, error) {
 			out[i] = json.RawMessage(t)
 			continue
 		}
-		v, err := parseScalar("arg", s)
+		v, err := scalar.Parse("arg", s)
 		if err != nil {
-			return nil, err
+			return nil, Usage(err)
 		}
-		if out[i], err = json.Marshal(v.typed()); err != nil {
+		if out[i], err = json.Marshal(v.Typed()); err != nil {
 			return nil, err
 		}
 	}

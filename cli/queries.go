@@ -6,6 +6,8 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kvnode/kvnode/cli/scalar"
 )
 
 // printRows prints a query's or a function's result array.
@@ -42,13 +44,13 @@ cause.`, cobra.ArbitraryArgs, func(cmd *cobra.Command, args []string) error {
 		default:
 			return usagef("give the query as one argument, in quotes (found %d arguments)", len(args))
 		}
-		values, err := parseScalars("bind", binds)
+		values, err := scalar.ParseAll("bind", binds)
 		if err != nil {
-			return err
+			return Usage(err)
 		}
-		text, err := substituteBinds(args[0], values)
+		text, err := scalar.Substitute(args[0], values)
 		if err != nil {
-			return err
+			return Usage(err)
 		}
 		resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1/queries/adhoc", Query: url.Values{"q": {text}}})
 		if err != nil {
@@ -133,13 +135,13 @@ Run the named query ID with its bind values (POST /kv/v1/queries/ID with
 
 Output as for an ad-hoc query. A wrong number of values or a value the
 query cannot use is the API's 500 (exit code 1) with its cause.`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
-		values, err := parseScalars("bind", binds)
+		values, err := scalar.ParseAll("bind", binds)
 		if err != nil {
-			return err
+			return Usage(err)
 		}
 		req := request{Method: http.MethodPost, Path: "/kv/v1/queries/" + seg(args[0])}
 		if len(values) > 0 {
-			req.Body = typedJSON(values)
+			req.Body = scalar.JSON(values)
 		}
 		resp, err := a.call(cmd, req)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvnode/kvnode/cli/scalar"
 	"github.com/kvnode/kvnode/cli/sse"
 )
 
@@ -60,11 +61,11 @@ D after D (exit code 0); else it runs until interrupted (Ctrl-C, exit code 0).`,
 			q.Set("initial", "true")
 		}
 		if len(binds) > 0 {
-			values, err := parseScalars("bind", binds)
+			values, err := scalar.ParseAll("bind", binds)
 			if err != nil {
-				return err
+				return Usage(err)
 			}
-			q.Set("binds", string(typedJSON(values)))
+			q.Set("binds", string(scalar.JSON(values)))
 		}
 		ctx := cmd.Context()
 		if cmd.Flags().Changed("timeout") {

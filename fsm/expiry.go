@@ -24,6 +24,9 @@ func (s *state) deadline(c *codec.Command) uint64 {
 	if c.TTL == 0 {
 		return 0
 	}
+	if s.now > ^uint64(0)-c.TTL {
+		return ^uint64(0) // saturate: "never" for every clock there will be
+	}
 	return s.now + c.TTL
 }
 

@@ -127,7 +127,7 @@ func (f *FSM) halt(l *raft.Log, err error) *HaltError {
 		return f.halted.Load()
 	}
 	close(f.stopped)
-	f.events.Stop()
+	f.events.Stop(h)
 	if f.onHalt != nil {
 		f.onHalt(h)
 	}

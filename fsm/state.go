@@ -148,12 +148,6 @@ func newRegionState(kind region.Kind, id uint64) *regionState {
 
 func newEntries() *btree.BTreeG[entry] { return btree.NewG(btreeDegree, entryLess) }
 
-// get returns the value stored under key.
-func (r *regionState) get(key string) (json.RawMessage, bool) {
-	e, ok := r.entries.Get(entry{key: key})
-	return e.value, ok
-}
-
 func (r *regionState) has(key string) bool { return r.entries.Has(entry{key: key}) }
 
 // live returns the value under key unless it is absent or expired at now.

@@ -7,7 +7,8 @@
 //   - the registry and its handler (Registry, Handler), with Go runtime and
 //     process metrics and kvnode_build_info;
 //   - the instruments the rest of the node reports to as things happen:
-//     HTTP requests by route template (HTTP, the rest.Observer), one Raft
+//     HTTP requests by route template (HTTP, the rest.Observer), change
+//     streams (Watch, the rest/watch Observer), one Raft
 //     group's timings and events (Group, the raftgroup.Observer), queries,
 //     function executions, failed logins, the reloads of a member's files
 //     and the peer certificates its internal port refuses (the

@@ -100,6 +100,10 @@ func TestExposition(t *testing.T) {
 		{"kvnode_function_executions_total", map[string]string{"id": "RegionSize", "outcome": "ok"}, 1},
 		{"kvnode_function_executions_total", map[string]string{"id": "RegionSize", "outcome": "timeout"}, 1},
 		{"kvnode_function_duration_seconds_count", map[string]string{"id": "RegionSize"}, 2},
+		{"kvnode_watchers", nil, 1},
+		{"kvnode_watch_events_sent_total", nil, 12},
+		{"kvnode_watch_disconnects_total", map[string]string{"reason": "slow"}, 1},
+		{"kvnode_watch_disconnects_total", map[string]string{"reason": "shutdown"}, 0},
 	}
 	for _, w := range want {
 		if v, ok := s.Get(w.name, w.labels); !ok || v != w.value {
@@ -147,6 +151,12 @@ func fed(t *testing.T) *metrics.Registry {
 	r.Reloaded("security", nil)
 	r.Reloaded("security", errors.New("bad file"))
 	r.PeerRefused("name")
+	w := r.Watch()
+	w.WatchOpened()
+	w.WatchOpened()
+	w.EventsSent(5)
+	w.EventsSent(7)
+	w.WatchClosed("slow")
 	return r
 }
 

@@ -35,6 +35,7 @@ type Registry struct {
 	queries   queryMetrics
 	functions functionMetrics
 	reload    reloadMetrics
+	watch     *Watch
 
 	groupsMu sync.Mutex
 	groups   map[uint64]*Group
@@ -56,6 +57,7 @@ func New(o Options) *Registry {
 	r.queries = newQueryMetrics()
 	r.functions = newFunctionMetrics()
 	r.reload = newReloadMetrics()
+	r.watch = newWatch()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help:        "Always 1; the labels say which kvnode and Go built this node.",
@@ -73,6 +75,7 @@ func New(o Options) *Registry {
 	r.queries.register(r.reg)
 	r.functions.register(r.reg)
 	r.reload.register(r.reg)
+	r.watch.register(r.reg)
 	return r
 }
 
@@ -91,6 +94,10 @@ func (r *Registry) Handler(compress bool) http.Handler {
 
 // HTTP is the registry's HTTP instruments (the rest.Observer).
 func (r *Registry) HTTP() *HTTP { return r.http }
+
+// Watch is the registry's change-stream instruments (the rest/watch
+// Observer).
+func (r *Registry) Watch() *Watch { return r.watch }
 
 // slogErrors is promhttp's error log, on the node's logger.
 type slogErrors struct{ log *slog.Logger }

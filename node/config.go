@@ -17,6 +17,7 @@ import (
 	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest"
+	"github.com/kvnode/kvnode/rest/watch"
 	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/transport"
 )
@@ -58,6 +59,12 @@ type Config struct {
 	MaxBodySize     int64
 	MaxQueryTime    time.Duration
 	MaxQueryRows    int
+	// MaxWatchers is how many watches (GET /kv/v1/watch) this member
+	// serves at once; past it a watch is refused with 503.
+	MaxWatchers int
+	// WatchBuffer is how many events a watch may fall behind before it
+	// is disconnected as a slow consumer.
+	WatchBuffer     int
 	FunctionTimeout time.Duration
 	SecurityFile    string
 	TLSCert         string
@@ -130,6 +137,8 @@ func Default() Config {
 		MaxBodySize:       rest.DefaultMaxBodyBytes,
 		MaxQueryTime:      rest.DefaultMaxQueryTime,
 		MaxQueryRows:      rest.DefaultMaxQueryRows,
+		MaxWatchers:       watch.DefaultMaxWatchers,
+		WatchBuffer:       watch.DefaultBuffer,
 		FunctionTimeout:   function.DefaultTimeout,
 		Version:           "dev",
 	}
@@ -237,6 +246,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxQueryRows <= 0 {
 		errs = append(errs, fmt.Errorf("--max-query-rows %d: must be positive", c.MaxQueryRows))
+	}
+	if c.MaxWatchers <= 0 {
+		errs = append(errs, fmt.Errorf("--max-watchers %d: must be positive", c.MaxWatchers))
+	}
+	if c.WatchBuffer <= 0 {
+		errs = append(errs, fmt.Errorf("--watch-buffer %d: must be positive", c.WatchBuffer))
 	}
 	if len(c.PeerNames) > 0 {
 		if c.TLSCA == "" {

@@ -80,7 +80,7 @@ func (d functionData) Put(ctx context.Context, name, key string, value json.RawM
 	if err != nil {
 		return err
 	}
-	return d.regions.Put(ctx, name, []region.Entry{{Key: key, Value: v}})
+	return d.regions.Put(ctx, name, []region.Entry{{Key: key, Value: v}}, region.TTL{})
 }
 
 func (d functionData) PutIfAbsent(ctx context.Context, name, key string, value json.RawMessage) (json.RawMessage, error) {
@@ -88,7 +88,7 @@ func (d functionData) PutIfAbsent(ctx context.Context, name, key string, value j
 	if err != nil {
 		return nil, err
 	}
-	_, err = d.regions.PutIfAbsent(ctx, name, region.Entry{Key: key, Value: v})
+	_, err = d.regions.PutIfAbsent(ctx, name, region.Entry{Key: key, Value: v}, region.TTL{})
 	var ce *region.ConflictError
 	if errors.As(err, &ce) {
 		return ce.Current, nil
@@ -101,7 +101,7 @@ func (d functionData) Replace(ctx context.Context, name, key string, old, newVal
 	if err != nil {
 		return false, err
 	}
-	err = d.regions.CAS(ctx, name, []region.CASPair{{Key: key, Old: old, New: v}})
+	err = d.regions.CAS(ctx, name, []region.CASPair{{Key: key, Old: old, New: v}}, region.TTL{})
 	switch {
 	case err == nil:
 		return true, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/kvnode/kvnode/internal/reload"
 	"github.com/kvnode/kvnode/metrics"
 	"github.com/kvnode/kvnode/rest"
+	"github.com/kvnode/kvnode/rest/watch"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/expiry"
@@ -231,6 +232,12 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Observer:        n.metrics.HTTP(),
 		Backup:          n.serveBackup(cfg, logger.With("component", "backup")),
 		RemoveMember:    n.store.RemoveMember,
+		Watch: watch.Config{
+			MaxWatchers: cfg.MaxWatchers,
+			Buffer:      cfg.WatchBuffer,
+			Observer:    n.metrics.Watch(),
+			Logger:      logger.With("component", "watch"),
+		},
 	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
@@ -241,6 +248,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxHeaderBytes:    128 << 10, // above rest.MaxURLBytes, so a long URL gets a JSON 414
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	// Watches never end on their own: Shutdown ends them (an error event
+	// with the resume token) rather than wait for them.
+	n.httpSrv.RegisterOnShutdown(api.CloseWatches)
 	serveLn := n.httpLn
 	if n.tls.rest != nil {
 		serveLn = tls.NewListener(n.httpLn, n.tls.rest)

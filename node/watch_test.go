@@ -206,7 +206,17 @@ func TestWatchThroughFailover(t *testing.T) {
 			after[name] = append(after[name], e.Key+"="+string(e.Value))
 		}
 	}
-	// Resume on the surviving other member, then on the restarted one.
+	// Resume on the surviving other member, then on the restarted one
+	// (once gossip has seen the killed one fail: the restart comes back on
+	// new ports, which gossip refuses for a name it still thinks alive).
+	waitfor.Cond(t, 20*time.Second, "gossip to see "+leader.Name()+" fail", func() bool {
+		for _, m := range nodetest.View(t, other).Members {
+			if m.Name == leader.Name() {
+				return m.Status != "alive"
+			}
+		}
+		return false
+	})
 	restarted := ip.Start(leader.Name(), 3)
 	waitfor.Cond(t, 20*time.Second, "the restarted member to be ready", func() bool {
 		return nodetest.Call(t, restarted, "GET", "/readyz", "").Status == 200

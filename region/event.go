@@ -106,3 +106,8 @@ type TTL struct {
 	Duration time.Duration
 	Set      bool
 }
+
+// MaxTTL is the longest entry time-to-live kvnode accepts, as a region's
+// default or a write's own: ten years, longer than any cache needs, short
+// enough that no deadline (unix milliseconds) comes near overflowing.
+const MaxTTL = 10 * 365 * 24 * time.Hour

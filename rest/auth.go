@@ -112,6 +112,8 @@ func (s *Server) routePermissions(c echo.Context) []auth.Permission {
 		return []auth.Permission{read}
 	case kvPrefix + "/functions/:id":
 		return nil // the function's own permission, in runFunction
+	case kvPrefix + "/watch":
+		return nil // read on the watched region, in watch
 	}
 	name, err := pathParam(c, "region")
 	if err != nil {

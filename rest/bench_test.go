@@ -32,7 +32,7 @@ func benchHandler(b *testing.B) http.Handler {
 	if err := st.CreateRegion(ctx, region.Info{Name: "orders", Kind: region.Replicate}); err != nil {
 		b.Fatal(err)
 	}
-	if err := st.Put(ctx, "orders", []region.Entry{{Key: "k1", Value: []byte(benchValue)}, {Key: "k2", Value: []byte(benchValue)}}); err != nil {
+	if err := st.Put(ctx, "orders", []region.Entry{{Key: "k1", Value: []byte(benchValue)}, {Key: "k2", Value: []byte(benchValue)}}, region.TTL{}); err != nil {
 		b.Fatal(err)
 	}
 	return New(Config{}, st, nil, nil).Handler()

@@ -209,7 +209,7 @@ func TestGzipListingAbort(t *testing.T) {
 	for i := range 5000 {
 		kv = append(kv, region.Entry{Key: fmt.Sprintf("k%05d", i), Value: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
 	}
-	if err := st.Put(ctx, "r", kv); err != nil {
+	if err := st.Put(ctx, "r", kv, region.TTL{}); err != nil {
 		t.Fatal(err)
 	}
 	ts := serve(t, Config{}, brokenListings{Store: st, after: 4000}, nil)

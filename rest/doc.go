@@ -35,8 +35,12 @@
 //     passes while the cluster has no leader, the answer is 503 with
 //     Retry-After, never a hang.
 //   - Names the API reserves under /kv/v1 (queries, functions, servers,
-//     ping) are never served as regions, even for methods their fixed route
-//     lacks: such a request answers 405 or 404, not a region operation.
+//     ping, watch) are never served as regions, even for methods their
+//     fixed route lacks: such a request answers 405 or 404, not a region
+//     operation.
+//   - GET /kv/v1/watch (change streams) is package rest/watch's, in plain
+//     net/http: rest routes it, checks DATA:READ on the region it watches,
+//     and exempts it from the request deadline.
 //   - GET /kv/v1/{region} sends Content-Location only when it returns at
 //     least one value; an empty list has no keys to name.
 //   - Region listings (GET /kv/v1/{region}?limit= and GET

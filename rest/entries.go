@@ -179,7 +179,7 @@ func (s *Server) getEntries(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, body)
 }
 
-// createEntry is POST /kv/v1/{region}[?key=K]: put-if-absent. 201 with the
+// createEntry is POST /kv/v1/{region}[?key=K][&ttl=SECONDS]: put-if-absent. 201 with the
 // entry's Location; when the key exists, 409 with its Location and value.
 // Without ?key the store generates a key.
 func (s *Server) createEntry(c echo.Context) error {
@@ -193,6 +193,10 @@ func (s *Server) createEntry(c echo.Context) error {
 			return fmt.Errorf("?key=: %w", err)
 		}
 	}
+	ttl, err := ttlParam(c)
+	if err != nil {
+		return err
+	}
 	body, err := s.readJSONBody(c)
 	if err != nil {
 		return err
@@ -201,7 +205,7 @@ func (s *Server) createEntry(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	key, err = s.store.PutIfAbsent(c.Request().Context(), name, region.Entry{Key: key, Value: value})
+	key, err = s.store.PutIfAbsent(c.Request().Context(), name, region.Entry{Key: key, Value: value}, ttl)
 	if err != nil {
 		return s.conflict(c, name, err)
 	}
@@ -209,8 +213,8 @@ func (s *Server) createEntry(c echo.Context) error {
 	return c.NoContent(http.StatusCreated)
 }
 
-// putEntries is PUT /kv/v1/{region}/{keys}[?op=PUT|REPLACE|CAS], single- or
-// multi-key. A multi-key body is a JSON array with element i for key i.
+// putEntries is PUT /kv/v1/{region}/{keys}[?op=PUT|REPLACE|CAS][&ttl=SECONDS],
+// single- or multi-key. A multi-key body is a JSON array with element i for key i.
 func (s *Server) putEntries(c echo.Context) error {
 	name, err := pathParam(c, "region")
 	if err != nil {
@@ -221,6 +225,10 @@ func (s *Server) putEntries(c echo.Context) error {
 		return err
 	}
 	op, err := opParam(c)
+	if err != nil {
+		return err
+	}
+	ttl, err := ttlParam(c)
 	if err != nil {
 		return err
 	}
@@ -247,7 +255,7 @@ func (s *Server) putEntries(c echo.Context) error {
 			}
 			pairs[i] = region.CASPair{Key: k, Old: oldV, New: newV}
 		}
-		if err := s.store.CAS(ctx, name, pairs); err != nil {
+		if err := s.store.CAS(ctx, name, pairs, ttl); err != nil {
 			return s.conflict(c, name, err)
 		}
 		return c.NoContent(http.StatusOK)
@@ -257,9 +265,9 @@ func (s *Server) putEntries(c echo.Context) error {
 		return err
 	}
 	if op == input.OpReplace {
-		err = s.store.Replace(ctx, name, entries)
+		err = s.store.Replace(ctx, name, entries, ttl)
 	} else {
-		err = s.store.Put(ctx, name, entries)
+		err = s.store.Put(ctx, name, entries, ttl)
 	}
 	if err != nil {
 		return err

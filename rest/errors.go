@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest/middleware"
+	"github.com/kvnode/kvnode/rest/watch"
 )
 
 // errorStatus is one row of the error → HTTP status table.
@@ -63,6 +64,7 @@ func errorStatuses() []errorStatus {
 		{is(errUnsupportedMediaType), http.StatusUnsupportedMediaType},
 		{is(middleware.ErrUnsupportedEncoding), http.StatusUnsupportedMediaType},
 		{is(region.ErrNoLeader), http.StatusServiceUnavailable},
+		{is(watch.ErrTooManyWatchers), http.StatusServiceUnavailable},
 		{is(region.ErrNotLeader), http.StatusServiceUnavailable},
 		{is(region.ErrIndeterminate), http.StatusServiceUnavailable},
 		{is(context.DeadlineExceeded), http.StatusServiceUnavailable},

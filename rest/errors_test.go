@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest/middleware"
+	"github.com/kvnode/kvnode/rest/watch"
 )
 
 // fakeStore answers every read of entries (Get) with get; it is how tests
@@ -56,6 +57,7 @@ func TestErrorTable(t *testing.T) {
 		{"unsupported media type", wrap(errUnsupportedMediaType), 415},
 		{"unsupported content encoding", wrap(middleware.ErrUnsupportedEncoding), 415},
 		{"ErrNoLeader", wrap(region.ErrNoLeader), 503},
+		{"ErrTooManyWatchers", wrap(watch.ErrTooManyWatchers), 503},
 		{"ErrNotLeader", wrap(region.ErrNotLeader), 503},
 		{"ErrIndeterminate", wrap(region.ErrIndeterminate), 503},
 		{"DeadlineExceeded", wrap(context.DeadlineExceeded), 503},

@@ -132,7 +132,7 @@ func (ts *testServer) mkRegion(t *testing.T, name string, kind region.Kind, kv .
 	for i := 0; i+1 < len(kv); i += 2 {
 		entries = append(entries, region.Entry{Key: kv[i], Value: json.RawMessage(kv[i+1])})
 	}
-	if err := ts.store.Put(ctx, name, entries); err != nil {
+	if err := ts.store.Put(ctx, name, entries, region.TTL{}); err != nil {
 		t.Fatalf("seed region %s: %v", name, err)
 	}
 }

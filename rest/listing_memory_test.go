@@ -48,7 +48,7 @@ func bigRegion(t *testing.T, st Store, name string, kind region.Kind, n int) (ke
 			keysSize += int64(len(k) + 2)
 			allSize += int64(len(v))
 		}
-		if err := st.Put(ctx, name, entries); err != nil {
+		if err := st.Put(ctx, name, entries, region.TTL{}); err != nil {
 			t.Fatalf("load %s at %d: %v", name, start, err)
 		}
 	}

@@ -81,6 +81,28 @@ func (s *Server) mgmtCreateRegion(c echo.Context) error {
 	return writeDoc(c, http.StatusCreated, mgmtMessage("region "+info.Name+" created"))
 }
 
+// mgmtAlterRegion is PATCH /management/v1/regions/{name} with
+// {"entryTimeToLive":30}: the region's new default entry time-to-live, for
+// writes after the change. 200 with the region's description.
+func (s *Server) mgmtAlterRegion(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	body, err := s.readJSONBody(c)
+	if err != nil {
+		return err
+	}
+	ttl, err := input.ParseEntryTimeToLive(body)
+	if err != nil {
+		return err
+	}
+	if err := s.store.AlterRegion(c.Request().Context(), name, ttl); err != nil {
+		return err
+	}
+	return s.mgmtGetRegion(c)
+}
+
 // mgmtDeleteRegion is DELETE /management/v1/regions/{name}: the region and
 // all its entries are destroyed.
 func (s *Server) mgmtDeleteRegion(c echo.Context) error {

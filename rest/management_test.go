@@ -46,7 +46,7 @@ func TestManagementRegions(t *testing.T) {
 		{"its entries are gone", "GET", "/kv/v1/orders/1", "", "", fails(404, "region not found")},
 		{"delete unknown", "DELETE", "/management/v1/regions/orders", "", "", fails(404, "region not found")},
 		{"wrong method", "PUT", "/management/v1/regions/orders", ctJSON, `{}`,
-			expect{status: 405, cause: "PUT", header: map[string]string{"Allow": "OPTIONS, DELETE, GET"}}},
+			expect{status: 405, cause: "PUT", header: map[string]string{"Allow": "OPTIONS, DELETE, GET, PATCH"}}},
 		{"after", "GET", "/kv/v1", "", "", ok(`{"regions":[{"name":"customers","type":"PARTITION"}]}`, nil)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,7 +56,7 @@ func query100k(b *testing.B) string {
 						`{"@type":"org.example.Order","id":%d,"purchaseOrderNo":%d,"customerId":%d,"description":"Order %d","orderDate":"01/%02d/2024","contact":"Contact %d","email":"c%d@example.org","totalPrice":%d.%02d,"items":[{"itemId":%d,"quantity":%d,"unitPrice":%d.5}]}`,
 						i, 1000+i, i%20000, i, 1+i%28, i, i, i%20000, i%100, i%500, 1+i%9, i%100))})
 				}
-				if query100kErr = st.Put(ctx, name, entries); query100kErr != nil {
+				if query100kErr = st.Put(ctx, name, entries, region.TTL{}); query100kErr != nil {
 					return
 				}
 			}

@@ -67,6 +67,11 @@ func opParam(c echo.Context) (input.PutOp, error) {
 	return input.ParsePutOp(queryParam(c, "op"))
 }
 
+// ttlParam reads ?ttl= of a write (input.ParseTTL).
+func ttlParam(c echo.Context) (region.TTL, error) {
+	return input.ParseTTL(queryParam(c, "ttl"))
+}
+
 // ignoreMissingKeyParam reads ?ignoreMissingKey=true|false (input.ParseFlag).
 func ignoreMissingKeyParam(c echo.Context) (bool, error) {
 	v, ok := queryParam(c, "ignoreMissingKey")

@@ -71,6 +71,10 @@ func (s *Server) routes() {
 		http.MethodPut:    s.updateQuery,
 		http.MethodDelete: s.deleteQuery,
 	})
+	// Change streams (package watch).
+	s.fixed(kvPrefix+"/watch", map[string]echo.HandlerFunc{
+		http.MethodGet: s.watch,
+	})
 	// Functions.
 	s.fixed(kvPrefix+"/functions", map[string]echo.HandlerFunc{
 		http.MethodGet: s.listFunctions,
@@ -93,6 +97,7 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, managementPrefix+"/regions", s.mgmtListRegions)
 	s.handle(http.MethodPost, managementPrefix+"/regions", s.mgmtCreateRegion)
 	s.handle(http.MethodGet, managementPrefix+"/regions/:name", s.mgmtGetRegion)
+	s.handle(http.MethodPatch, managementPrefix+"/regions/:name", s.mgmtAlterRegion)
 	s.handle(http.MethodDelete, managementPrefix+"/regions/:name", s.mgmtDeleteRegion)
 	s.handle(http.MethodGet, managementPrefix+"/regions/:name/indexes", s.mgmtListIndexes)
 	s.handle(http.MethodPost, managementPrefix+"/regions/:name/indexes", s.mgmtCreateIndex)
@@ -209,7 +214,7 @@ func (s *Server) allowHeader(path, except string) string {
 }
 
 // notReserved keeps the fixed words under /kv/v1 (queries, functions,
-// servers, ping; region.ValidateName refuses them as region names) from
+// servers, ping, watch; region.ValidateName refuses them as region names) from
 // being served as regions when the router falls back to a /:region route,
 // e.g. GET /kv/v1/queries before the query endpoints exist, or
 // GET /kv/v1/servers/x. Such a request is a path that does not exist: 404.
@@ -220,7 +225,7 @@ func notReserved(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		switch name {
-		case "queries", "functions", "servers", "ping":
+		case "queries", "functions", "servers", "ping", "watch":
 			return echo.ErrNotFound
 		}
 		return next(c)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -13,6 +12,7 @@ import (
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/rest/middleware"
+	"github.com/kvnode/kvnode/rest/watch"
 )
 
 // Defaults for the zero Config.
@@ -58,6 +58,9 @@ type Config struct {
 	// RemoveMember answers DELETE /management/v1/members/{name} (store's
 	// RemoveMember); nil: 404.
 	RemoveMember func(ctx context.Context, name string) error
+	// Watch tunes GET /kv/v1/watch (package watch). Its Compile, when
+	// nil, is oql's continuous queries (continuousQuery).
+	Watch watch.Config
 }
 
 // Observer is told what the server does, for its metrics. Its methods run
@@ -87,6 +90,7 @@ type Server struct {
 	store   Store
 	members Members
 	cluster ClusterInfo
+	watches *watch.Handler
 	echo    *echo.Echo
 	// allow maps a route path (as Echo names it, e.g. "/kv/v1/:region") to the
 	// methods registered on it, for the Allow header of 405 answers that a
@@ -113,6 +117,10 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	if cfg.FunctionTimeout <= 0 {
 		cfg.FunctionTimeout = function.DefaultTimeout
 	}
+	cfg.Watch.OpenTimeout = cfg.RequestTimeout // a named query's read before the stream
+	if cfg.Watch.Compile == nil {
+		cfg.Watch.Compile = continuousQuery(store)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,6 +133,7 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 		store:   store,
 		members: members,
 		cluster: cluster,
+		watches: watch.New(cfg.Watch, store, store),
 		echo:    e,
 		allow:   map[string][]string{},
 	}
@@ -140,7 +149,7 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	// After routing: the client's URL back for everything that reads it;
 	// compression around everything that writes an answer; request bodies
 	// decoded only for authenticated requests.
-	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, s.recoverPanics, s.authenticate, middleware.Decompress(), s.deadline)
+	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, middleware.Recover(s.log), s.authenticate, middleware.Decompress(), s.deadline)
 	s.routes()
 	return s
 }
@@ -194,6 +203,8 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 		case kvPrefix + "/functions/:id":
 			// And so has running a function (--function-timeout).
 			timeout = s.cfg.FunctionTimeout
+		case kvPrefix + "/watch":
+			return next(c) // a stream lasts as long as its client (package watch)
 		}
 		req := c.Request()
 		ctx, cancel := context.WithTimeout(req.Context(), timeout)
@@ -205,42 +216,6 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 		defer c.SetRequest(req)
 		return next(c)
 	}
-}
-
-// recoverPanics turns a panicking handler into a 500 with a JSON cause. The
-// stack goes to the log, never to the client.
-func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			r := recover()
-			if r == nil {
-				return
-			}
-			if r == http.ErrAbortHandler {
-				// net/http's way to abort a response on purpose; let it do so.
-				panic(r)
-			}
-			s.log.Error("handler panicked", "method", c.Request().Method,
-				"path", c.Request().URL.EscapedPath(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()), requestID(c))
-			err = &panicError{value: r}
-		}()
-		return next(c)
-	}
-}
-
-// panicError is what a recovered panic becomes. Its message names the panic
-// only when the value is an error or a string, which cannot carry memory
-// addresses the way an arbitrary value printed with %v can.
-type panicError struct{ value any }
-
-func (p *panicError) Error() string {
-	switch v := p.value.(type) {
-	case error:
-		return "internal error: handler panicked: " + v.Error()
-	case string:
-		return "internal error: handler panicked: " + v
-	}
-	return "internal error: handler panicked"
 }
 
 // accessLog logs every request at debug level and tells the Observer. It

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/kvnode/kvnode/oql"
 	"github.com/kvnode/kvnode/region"
@@ -16,6 +17,8 @@ type Store interface {
 	Regions(ctx context.Context, c region.Consistency) ([]region.Info, error) // sorted by name
 	CreateRegion(ctx context.Context, info region.Info) error                 // region.ErrRegionExists
 	DestroyRegion(ctx context.Context, name string) error                     // region.ErrRegionNotFound
+	// AlterRegion changes a region's default entry time-to-live: ErrRegionNotFound.
+	AlterRegion(ctx context.Context, name string, ttl time.Duration) error
 	// Get returns values aligned with keys, nil for a missing key; ErrRegionNotFound if the region is unknown.
 	Get(ctx context.Context, c region.Consistency, name string, keys []string) ([]json.RawMessage, error)
 	// OpenList opens a streamed listing of a region in ascending key order
@@ -23,12 +26,14 @@ type Store interface {
 	// come from it; the caller closes the listing.
 	OpenList(ctx context.Context, c region.Consistency, name string, opt region.ListOptions) (region.Listing, error)
 	Count(ctx context.Context, c region.Consistency, name string) (int, error)
-	Put(ctx context.Context, name string, entries []region.Entry) error                   // upsert all
-	PutIfAbsent(ctx context.Context, name string, e region.Entry) (key string, err error) // e.Key=="" → generated; exists → *region.ConflictError{Err: ErrKeyExists}
-	Replace(ctx context.Context, name string, entries []region.Entry) error               // missing → ErrKeyAbsent, nothing changes
-	CAS(ctx context.Context, name string, pairs []region.CASPair) error                   // missing → ErrKeyAbsent; mismatch → *region.ConflictError{Err: ErrCASMismatch}
-	Delete(ctx context.Context, name string, keys []string) error                         // missing → ErrKeyNotFound, nothing deleted
-	Clear(ctx context.Context, name string) error                                         // PARTITION → ErrNotSupported
+	// The writes give each entry they write the time-to-live ttl (the
+	// region's default when unset).
+	Put(ctx context.Context, name string, entries []region.Entry, ttl region.TTL) error                   // upsert all
+	PutIfAbsent(ctx context.Context, name string, e region.Entry, ttl region.TTL) (key string, err error) // e.Key=="" → generated; exists → *region.ConflictError{Err: ErrKeyExists}
+	Replace(ctx context.Context, name string, entries []region.Entry, ttl region.TTL) error               // missing → ErrKeyAbsent, nothing changes
+	CAS(ctx context.Context, name string, pairs []region.CASPair, ttl region.TTL) error                   // missing → ErrKeyAbsent; mismatch → *region.ConflictError{Err: ErrCASMismatch}
+	Delete(ctx context.Context, name string, keys []string) error                                         // missing → ErrKeyNotFound, nothing deleted
+	Clear(ctx context.Context, name string) error                                                         // PARTITION → ErrNotSupported
 
 	// Ready is nil when the node can serve linearizable requests (GET /ready).
 	Ready(ctx context.Context) error
@@ -47,6 +52,9 @@ type Store interface {
 	// CompileQuery parses text (cached per node): *oql.SyntaxError.
 	CompileQuery(text string) (*oql.Query, error)
 	Query(ctx context.Context, c region.Consistency, q *oql.Query, params []any, opt oql.Options) (*oql.Result, error)
+
+	// Watch opens a stream of a region's changes (GET /kv/v1/watch, package watch).
+	Watch(ctx context.Context, name string, opts region.WatchOptions) (region.Watch, error)
 }
 
 // Members lists the REST base URLs of live cluster members, for GET /servers.

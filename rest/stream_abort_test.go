@@ -62,7 +62,7 @@ func TestListingFailureAbortsTheAnswer(t *testing.T) {
 	if err := st.CreateRegion(ctx, region.Info{Name: "r", Kind: region.Replicate}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Put(ctx, "r", kv); err != nil {
+	if err := st.Put(ctx, "r", kv, region.TTL{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, after := range []int{0, 3, 4000} {

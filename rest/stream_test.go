@@ -105,7 +105,7 @@ func TestListEntriesContentLocationBudget(t *testing.T) {
 // mkRegionEntries adds entries to an existing region through the store.
 func (ts *testServer) mkRegionEntries(t *testing.T, name string, entries ...region.Entry) {
 	t.Helper()
-	if err := ts.store.Put(context.Background(), name, entries); err != nil {
+	if err := ts.store.Put(context.Background(), name, entries, region.TTL{}); err != nil {
 		t.Fatalf("put into %s: %v", name, err)
 	}
 }

@@ -38,7 +38,7 @@ func benchCluster(b *testing.B) []*testNode {
 	for _, n := range nodes {
 		for i := range 8 {
 			for _, reg := range []string{"r", "p"} {
-				if err := n.Put(ctxT(b, 10*time.Second), reg, []region.Entry{{Key: fmt.Sprintf("warm%d", i), Value: orderValue}}); err != nil {
+				if err := n.Put(ctxT(b, 10*time.Second), reg, []region.Entry{{Key: fmt.Sprintf("warm%d", i), Value: orderValue}}, region.TTL{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -88,7 +88,7 @@ func benchWrites(b *testing.B, nodes []*testNode, reg string, writers int) {
 					return
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err := n.Put(ctx, reg, []region.Entry{{Key: fmt.Sprintf("k%d", i%1000), Value: orderValue}})
+				err := n.Put(ctx, reg, []region.Entry{{Key: fmt.Sprintf("k%d", i%1000), Value: orderValue}}, region.TTL{})
 				cancel()
 				if err != nil {
 					failed.Add(1)

@@ -61,7 +61,7 @@ func TestForwardedCommandIsDecodedBeforeTheLog(t *testing.T) {
 		}
 	}
 	// Nothing reached the log: every replica still applies writes.
-	if err := follower.Put(ctx, "r", []region.Entry{{Key: "after", Value: json.RawMessage(`{"ok":1}`)}}); err != nil {
+	if err := follower.Put(ctx, "r", []region.Entry{{Key: "after", Value: json.RawMessage(`{"ok":1}`)}}, region.TTL{}); err != nil {
 		t.Fatalf("write after the refused commands: %v", err)
 	}
 	for _, n := range tc.running() {
@@ -90,14 +90,14 @@ func TestFrameLimitFollowsTheBodyLimit(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 
 	for _, n := range tc.running() {
-		err := n.Put(ctx, "r", []region.Entry{{Key: "big-" + n.name, Value: bigValue(int(transport.FrameLimit(maxBody)) + 10)}})
+		err := n.Put(ctx, "r", []region.Entry{{Key: "big-" + n.name, Value: bigValue(int(transport.FrameLimit(maxBody)) + 10)}}, region.TTL{})
 		if !errors.Is(err, region.ErrTooLarge) {
 			t.Errorf("over-limit put through %s: %v; want ErrTooLarge", n.name, err)
 		}
 	}
 	// A body of the largest accepted size goes through any node.
 	for _, n := range tc.followers(leader) {
-		if err := n.Put(ctx, "r", []region.Entry{{Key: "max-" + n.name, Value: bigValue(maxBody - 20)}}); err != nil {
+		if err := n.Put(ctx, "r", []region.Entry{{Key: "max-" + n.name, Value: bigValue(maxBody - 20)}}, region.TTL{}); err != nil {
 			t.Errorf("put of a %d-byte body through follower %s: %v", maxBody, n.name, err)
 		}
 	}
@@ -195,7 +195,7 @@ func TestLargeRemoteAnswersAreRefusedWhole(t *testing.T) {
 		// Placement may still be moving leaders: a PUT is idempotent, so
 		// retry one whose outcome was unknown.
 		for try := 0; ; try++ {
-			err := leader.Put(ctx, "p", []region.Entry{{Key: k, Value: bigValue(maxBody * 9 / 10)}})
+			err := leader.Put(ctx, "p", []region.Entry{{Key: k, Value: bigValue(maxBody * 9 / 10)}}, region.TTL{})
 			if err == nil {
 				break
 			}
@@ -310,13 +310,13 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 			}
 		}
 		for _, n := range tc.running() {
-			if err := n.Put(ctx, "p", []region.Entry{{Key: other, Value: json.RawMessage(`{"n":1}`)}}); err != nil {
+			if err := n.Put(ctx, "p", []region.Entry{{Key: other, Value: json.RawMessage(`{"n":1}`)}}, region.TTL{}); err != nil {
 				t.Errorf("write to a healthy group through %s: %v", n.name, err)
 			}
 		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		err := tc.running()[0].Put(wctx, "p", []region.Entry{{Key: mine, Value: json.RawMessage(`{"n":1}`)}})
+		err := tc.running()[0].Put(wctx, "p", []region.Entry{{Key: mine, Value: json.RawMessage(`{"n":1}`)}}, region.TTL{})
 		if !errors.Is(err, region.ErrNoLeader) && !errors.Is(err, region.ErrIndeterminate) && !errors.Is(err, region.ErrNotLeader) {
 			t.Errorf("write to the halted group: %v; want a 503 error", err)
 		}
@@ -354,7 +354,7 @@ func TestLargeCommandIsStaged(t *testing.T) {
 	// A PUT is idempotent: one whose outcome is unknown (a loaded machine
 	// under -race can cost a leader its lease) is sent again.
 	for try := 1; ; try++ {
-		err := tc.followers(leader)[0].Put(ctx, "r", []region.Entry{{Key: "big", Value: v}})
+		err := tc.followers(leader)[0].Put(ctx, "r", []region.Entry{{Key: "big", Value: v}}, region.TTL{})
 		if err == nil {
 			break
 		}

@@ -24,7 +24,7 @@ func TestCreateIndexReturnsOnceBuiltHere(t *testing.T) {
 			for i := start; i < start+2000; i++ {
 				entries = append(entries, region.Entry{Key: fmt.Sprintf("k%05d", i), Value: val(fmt.Sprintf(`{"cust":%d}`, i%100))})
 			}
-			if err := n.Put(ctxT(t, 20*time.Second), name, entries); err != nil {
+			if err := n.Put(ctxT(t, 20*time.Second), name, entries, region.TTL{}); err != nil {
 				t.Fatal(err)
 			}
 		}

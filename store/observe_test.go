@@ -62,7 +62,7 @@ func TestGroupsReportToTheirObserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 10 {
-		if err := n.Put(ctxT(t, 10*time.Second), "r", []region.Entry{{Key: string(rune('a' + i)), Value: []byte(`{"v":1}`)}}); err != nil {
+		if err := n.Put(ctxT(t, 10*time.Second), "r", []region.Entry{{Key: string(rune('a' + i)), Value: []byte(`{"v":1}`)}}, region.TTL{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -85,7 +85,7 @@ func putKeys(t *testing.T, tc *testCluster, reg string, n int) {
 			entries = append(entries, region.Entry{Key: fmt.Sprintf("k%04d", i), Value: val(fmt.Sprintf(`{"i":%d}`, i))})
 		}
 		node := nodes[(start/50)%len(nodes)]
-		if err := node.Put(ctxT(t, 20*time.Second), reg, entries); err != nil {
+		if err := node.Put(ctxT(t, 20*time.Second), reg, entries, region.TTL{}); err != nil {
 			t.Fatalf("put-all %d.. via %s: %v", start, node.name, err)
 		}
 	}
@@ -191,7 +191,7 @@ func TestPartitionedMultiKeySemantics(t *testing.T) {
 	for i, k := range keys {
 		entries = append(entries, region.Entry{Key: k, Value: val(fmt.Sprintf(`{"v":%d}`, i))})
 	}
-	if err := s.Put(ctx, "p", entries); err != nil {
+	if err := s.Put(ctx, "p", entries, region.TTL{}); err != nil {
 		t.Fatal(err)
 	}
 	snapshot := func() string {
@@ -210,7 +210,7 @@ func TestPartitionedMultiKeySemantics(t *testing.T) {
 	for i := range bad[:len(keys)] {
 		bad[i].Value = val(`{"changed":true}`)
 	}
-	if err := s.Replace(ctx, "p", bad); !errors.Is(err, region.ErrKeyAbsent) {
+	if err := s.Replace(ctx, "p", bad, region.TTL{}); !errors.Is(err, region.ErrKeyAbsent) {
 		t.Fatalf("replace with a missing key: %v, want ErrKeyAbsent", err)
 	}
 	// CAS with one mismatch: conflict naming that key, nothing changes.
@@ -220,7 +220,7 @@ func TestPartitionedMultiKeySemantics(t *testing.T) {
 	}
 	pairs[5].Old = val(`{"v":"wrong"}`)
 	var ce *region.ConflictError
-	if err := s.CAS(ctx, "p", pairs); !errors.As(err, &ce) || ce.Key != "f" || string(ce.Current) != `{"v":5}` {
+	if err := s.CAS(ctx, "p", pairs, region.TTL{}); !errors.As(err, &ce) || ce.Key != "f" || string(ce.Current) != `{"v":5}` {
 		t.Fatalf("cas with a mismatch: %v, want a conflict on f with {\"v\":5}", err)
 	}
 	// DELETE with a missing key: not found, nothing deleted.
@@ -232,7 +232,7 @@ func TestPartitionedMultiKeySemantics(t *testing.T) {
 	}
 	// The same requests, valid, apply everywhere.
 	pairs[5].Old = val(`{"v":5}`)
-	if err := s.CAS(ctx, "p", pairs); err != nil {
+	if err := s.CAS(ctx, "p", pairs, region.TTL{}); err != nil {
 		t.Fatalf("cas: %v", err)
 	}
 	if err := s.Delete(ctx, "p", keys[:4]); err != nil {
@@ -264,7 +264,7 @@ func TestPartitionedGeneratedKeysAreUnique(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := 0; i < 30; i++ {
-					key, err := node.PutIfAbsent(ctxT(t, 10*time.Second), "p", region.Entry{Value: val(fmt.Sprintf(`{"w":%d}`, w))})
+					key, err := node.PutIfAbsent(ctxT(t, 10*time.Second), "p", region.Entry{Value: val(fmt.Sprintf(`{"w":%d}`, w))}, region.TTL{})
 					if err != nil {
 						t.Errorf("generated put via %s: %v", node.name, err)
 						return

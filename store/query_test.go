@@ -46,7 +46,7 @@ func TestQueriesAcrossNodes(t *testing.T) {
 		entries = append(entries, region.Entry{Key: fmt.Sprintf("o%03d", i),
 			Value: val(fmt.Sprintf(`{"id":%d,"cust":%d,"total":%d.5}`, i, i%10, i))})
 	}
-	if err := leader.Put(ctxT(t, 20*time.Second), "p", entries); err != nil {
+	if err := leader.Put(ctxT(t, 20*time.Second), "p", entries, region.TTL{}); err != nil {
 		t.Fatal(err)
 	}
 	for c := range 10 {

@@ -233,7 +233,7 @@ func TestListingDuringWrites(t *testing.T) {
 						err := node.Put(ctxT(t, 20*time.Second), reg, []region.Entry{
 							{Key: key, Value: val(fmt.Sprintf(`{"w":"%s"}`, key))},
 							{Key: old, Value: val(fmt.Sprintf(`{"i":%d,"by":"%s"}`, (i*7+w)%n, key))},
-						})
+						}, region.TTL{})
 						if errors.Is(err, region.ErrIndeterminate) || errors.Is(err, region.ErrNoLeader) {
 							// A leader change (this machine is shared and
 							// slow): the key may or may not be there, so it
@@ -352,7 +352,7 @@ func TestListingRemoteStreamsStop(t *testing.T) {
 		// An upsert may be sent again when its outcome is unknown (a
 		// leader change on this shared, slow machine).
 		for attempt := 0; ; attempt++ {
-			err := nodes[(start/50+attempt)%3].Put(ctxT(t, 30*time.Second), "p", batch)
+			err := nodes[(start/50+attempt)%3].Put(ctxT(t, 30*time.Second), "p", batch, region.TTL{})
 			if err == nil {
 				break
 			}

@@ -27,7 +27,7 @@ func mustCreate(t *testing.T, s *testNode, name string, kind region.Kind) {
 
 func mustPut(t *testing.T, s *testNode, reg, key, value string) {
 	t.Helper()
-	if err := s.Put(ctxT(t, 10*time.Second), reg, []region.Entry{{Key: key, Value: val(value)}}); err != nil {
+	if err := s.Put(ctxT(t, 10*time.Second), reg, []region.Entry{{Key: key, Value: val(value)}}, region.TTL{}); err != nil {
 		t.Fatalf("put %s/%s: %v", reg, key, err)
 	}
 }
@@ -50,16 +50,16 @@ func TestSingleNodeBootstrapsAndServes(t *testing.T) {
 	if got := getOne(t, n, region.Linearizable, "orders", "1"); string(got) != `{"a":1}` {
 		t.Fatalf("get = %s, want {\"a\":1}", got)
 	}
-	key, err := n.PutIfAbsent(ctxT(t, 5*time.Second), "orders", region.Entry{Value: val(`{"g":1}`)})
+	key, err := n.PutIfAbsent(ctxT(t, 5*time.Second), "orders", region.Entry{Value: val(`{"g":1}`)}, region.TTL{})
 	if err != nil || key == "" {
 		t.Fatalf("put-if-absent with generated key = %q, %v", key, err)
 	}
-	_, err = n.PutIfAbsent(ctxT(t, 5*time.Second), "orders", region.Entry{Key: "1", Value: val(`{"a":2}`)})
+	_, err = n.PutIfAbsent(ctxT(t, 5*time.Second), "orders", region.Entry{Key: "1", Value: val(`{"a":2}`)}, region.TTL{})
 	var ce *region.ConflictError
 	if !errors.As(err, &ce) || string(ce.Current) != `{"a":1}` {
 		t.Fatalf("put-if-absent on existing key: got %v, want ConflictError with current {\"a\":1}", err)
 	}
-	if err := n.Put(ctxT(t, 5*time.Second), "nope", []region.Entry{{Key: "k", Value: val(`{}`)}}); !errors.Is(err, region.ErrRegionNotFound) {
+	if err := n.Put(ctxT(t, 5*time.Second), "nope", []region.Entry{{Key: "k", Value: val(`{}`)}}, region.TTL{}); !errors.Is(err, region.ErrRegionNotFound) {
 		t.Fatalf("put to unknown region: got %v, want ErrRegionNotFound", err)
 	}
 }
@@ -119,7 +119,7 @@ func TestReadYourWritesEverywhere(t *testing.T) {
 				key := fmt.Sprintf("w%d", w)
 				v := fmt.Sprintf(`{"v":%d}`, i)
 				writer, reader := nodes[(w+i)%3], nodes[(w+i+1)%3]
-				if err := writer.Put(ctxT(t, 10*time.Second), "r", []region.Entry{{Key: key, Value: val(v)}}); err != nil {
+				if err := writer.Put(ctxT(t, 10*time.Second), "r", []region.Entry{{Key: key, Value: val(v)}}, region.TTL{}); err != nil {
 					errs <- fmt.Errorf("put via %s: %w", writer.name, err)
 					return
 				}
@@ -292,7 +292,7 @@ func TestNoLeaderAnswersUnavailable(t *testing.T) {
 	tc.crash(fs[0].name)
 	tc.crash(fs[1].name)
 	start := time.Now()
-	err := leader.Put(ctxT(t, 10*time.Second), "r", []region.Entry{{Key: "k", Value: val(`{}`)}})
+	err := leader.Put(ctxT(t, 10*time.Second), "r", []region.Entry{{Key: "k", Value: val(`{}`)}}, region.TTL{})
 	if !errors.Is(err, region.ErrNoLeader) && !errors.Is(err, region.ErrIndeterminate) {
 		t.Fatalf("write without quorum: got %v, want ErrNoLeader or ErrIndeterminate", err)
 	}
@@ -364,7 +364,7 @@ func TestCatchUpBySnapshot(t *testing.T) {
 		}
 	}
 	// Generated keys continue from the snapshot's counter on every node.
-	key, err := joiner.PutIfAbsent(ctxT(t, 5*time.Second), "r", region.Entry{Value: val(`{"gen":1}`)})
+	key, err := joiner.PutIfAbsent(ctxT(t, 5*time.Second), "r", region.Entry{Value: val(`{"gen":1}`)}, region.TTL{})
 	if err != nil || key != "1" {
 		t.Fatalf("generated key after snapshot = %q, %v; want \"1\"", key, err)
 	}

@@ -86,9 +86,11 @@ type Log struct {
 	// for reading, so the Applied that follows (which needs mu) closes it.
 	wakeMu sync.Mutex
 	wake   chan struct{}
-	// stopped is closed by Stop: the state machine halted.
+	// stopped is closed by Stop, stopErr says why: the state machine
+	// halted.
 	stopped  chan struct{}
 	stopOnce sync.Once
+	stopErr  error
 }
 
 // New returns an empty log keeping capacity events (0: Default).
@@ -99,9 +101,11 @@ func New(capacity int) *Log {
 	return &Log{buf: make([]Event, capacity), stopped: make(chan struct{})}
 }
 
-// Stop wakes every reader for good: the state machine halted, and no
-// event will follow.
-func (l *Log) Stop() { l.stopOnce.Do(func() { close(l.stopped) }) }
+// Stop wakes every reader for good with err: the state machine halted,
+// and no event will follow.
+func (l *Log) Stop(err error) {
+	l.stopOnce.Do(func() { l.stopErr = err; close(l.stopped) })
+}
 
 func (l *Log) at(i int) *Event { return &l.buf[(l.start+i)%len(l.buf)] }
 
@@ -182,9 +186,10 @@ type Batch struct {
 // in order, skipping other regions' events (they still move Next and
 // count in Behind). With nothing after it, it waits until an entry is
 // applied, ctx ends (ctx's error, with the Batch so far) or the log is
-// stopped (ErrStopped). A position older than the history kept is a
+// stopped (the error given to Stop). A position older than the history kept is a
 // *GoneError.
 func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batch, error) {
+	max = ensurePositive(max)
 	for {
 		l.mu.RLock()
 		if after.Less(l.floor) {
@@ -218,15 +223,19 @@ func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batc
 		select {
 		case <-wake:
 		case <-l.stopped:
-			return b, ErrStopped
+			return b, l.stopErr
 		case <-ctx.Done():
 			return b, ctx.Err()
 		}
 	}
 }
 
-// ErrStopped: the state machine stopped applying entries.
-var ErrStopped = errors.New("history: the state machine stopped")
+func ensurePositive(n int) int {
+	if n < 1 {
+		return 1
+	}
+	return n
+}
 
 // Snapshot returns the floor and a copy of every event held, oldest first.
 func (l *Log) Snapshot() (Pos, []Event) {

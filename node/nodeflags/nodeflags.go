@@ -148,6 +148,8 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.Var(sizeValue{&cfg.MaxBodySize}, "max-body-size", "largest accepted request body (bytes, or with KiB/MiB/GiB; default 16MiB)")
 	fs.DurationVar(&cfg.MaxQueryTime, "max-query-time", cfg.MaxQueryTime, "longest a query may run before it is cancelled (500)")
 	fs.IntVar(&cfg.MaxQueryRows, "max-query-rows", cfg.MaxQueryRows, "largest query result, in rows (larger → 500)")
+	fs.IntVar(&cfg.MaxWatchers, "max-watchers", cfg.MaxWatchers, "watches (GET /kv/v1/watch) this member serves at once (more → 503)")
+	fs.IntVar(&cfg.WatchBuffer, "watch-buffer", cfg.WatchBuffer, "events a watch may fall behind before it is disconnected as a slow consumer")
 	fs.StringVar(&cfg.SecurityFile, "security-file", cfg.SecurityFile, "JSON file of users (bcrypt hashes) and roles; turns authentication on; re-read when it changes and on SIGHUP")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", cfg.TLSCert, "PEM certificate: HTTPS on the REST port, and this node's identity on the internal port with --tls-ca; re-read when it changes and on SIGHUP")
 	fs.StringVar(&cfg.TLSKey, "tls-key", cfg.TLSKey, "PEM private key of --tls-cert")

@@ -36,6 +36,8 @@ func TestDefaultsStartASingleNode(t *testing.T) {
 		{"log format", cfg.LogFormat, "text"},
 		{"dead member timeout", cfg.DeadMemberTimeout, 72 * time.Hour},
 		{"max body", cfg.MaxBodySize, int64(16 << 20)},
+		{"max watchers", cfg.MaxWatchers, 10_000},
+		{"watch buffer", cfg.WatchBuffer, 4096},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -213,6 +215,28 @@ func TestPeerNames(t *testing.T) {
 	} {
 		if _, _, err := Parse(tc.args, nil, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q) error = %v, want it to mention %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestWatchLimits: --max-watchers and --watch-buffer from flags and
+// KVNODE_*, and Validate refusing values that are not positive.
+func TestWatchLimits(t *testing.T) {
+	cfg, _, err := Parse([]string{"--max-watchers=3"}, []string{"KVNODE_WATCH_BUFFER=64"}, io.Discard)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if cfg.MaxWatchers != 3 || cfg.WatchBuffer != 64 {
+		t.Errorf("got max watchers %d, watch buffer %d; want 3 and 64", cfg.MaxWatchers, cfg.WatchBuffer)
+	}
+	for _, args := range [][]string{{"--max-watchers=0"}, {"--watch-buffer=-1"}} {
+		cfg, _, err := Parse(args, nil, io.Discard)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		flag, _, _ := strings.Cut(args[0], "=")
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%v: got %v, want an error naming %s", args, err, flag)
 		}
 	}
 }

@@ -201,13 +201,20 @@ func decodeObject(body []byte, v any, shape, what string) error {
 }
 
 // ParseRegionConfig reads the body of a region creation,
-// {"name":"orders","type":"REPLICATE"}, and validates the name and type.
+// {"name":"orders","type":"REPLICATE","entryTimeToLive":60}, and validates
+// the name, type and default entry time-to-live (seconds, optional). The
+// time-to-live may also come in Geode's shape, "expirations":
+// [{"type":"ENTRY_TIME_TO_LIVE","timeInSeconds":60,"action":"DESTROY"}]
+// ("expiration" accepted too).
 func ParseRegionConfig(body []byte) (region.Info, error) {
 	var cfg struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
+		Name            string          `json:"name"`
+		Type            string          `json:"type"`
+		EntryTimeToLive json.RawMessage `json:"entryTimeToLive"`
+		Expirations     []expiration    `json:"expirations"`
+		Expiration      []expiration    `json:"expiration"`
 	}
-	if err := decodeObject(body, &cfg, `a region is {"name":"...","type":"REPLICATE"|"PARTITION"}`, "region"); err != nil {
+	if err := decodeObject(body, &cfg, `a region is {"name":"...","type":"REPLICATE"|"PARTITION","entryTimeToLive":SECONDS}`, "region"); err != nil {
 		return region.Info{}, err
 	}
 	if err := region.ValidateName(cfg.Name); err != nil {
@@ -217,7 +224,11 @@ func ParseRegionConfig(body []byte) (region.Info, error) {
 	if err != nil {
 		return region.Info{}, err
 	}
-	return region.Info{Name: cfg.Name, Kind: kind}, nil
+	ttl, err := regionTTL(cfg.EntryTimeToLive, append(cfg.Expirations, cfg.Expiration...))
+	if err != nil {
+		return region.Info{}, err
+	}
+	return region.Info{Name: cfg.Name, Kind: kind, EntryTimeToLive: ttl}, nil
 }
 
 // ParseIndex reads the body of an index creation on regionName in either

@@ -58,7 +58,7 @@ func TestManagementBodies(t *testing.T) {
 		t.Errorf("region %+v", info)
 	}
 	_, err = ParseRegionConfig([]byte(`{"name":"orders","type":"REPLICATE","scope":"x"}`))
-	checkErr(t, err, `invalid request: a region is {"name":"...","type":"REPLICATE"|"PARTITION"}: json: unknown field "scope"`)
+	checkErr(t, err, `invalid request: a region is {"name":"...","type":"REPLICATE"|"PARTITION","entryTimeToLive":SECONDS}: json: unknown field "scope"`)
 	_, err = ParseRegionConfig([]byte(`{"name":"orders","type":"REPLICATE"}{}`))
 	checkErr(t, err, "invalid request: malformed JSON: data after the region object")
 

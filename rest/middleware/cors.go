@@ -14,7 +14,7 @@ import (
 // Content-Location and Resource-Count, the 503's Retry-After, the 401's
 // WWW-Authenticate, the request's ID).
 const (
-	corsAllowMethods  = "GET, HEAD, POST, PUT, DELETE"
+	corsAllowMethods  = "GET, HEAD, POST, PUT, PATCH, DELETE"
 	corsAllowHeaders  = "Authorization, Content-Type, Content-Encoding, Accept, X-Request-ID"
 	corsExposeHeaders = "Location, Content-Location, Resource-Count, Retry-After, WWW-Authenticate, X-Request-ID"
 	corsMaxAge        = "600"

@@ -31,7 +31,7 @@ func TestParallelScanAnswersAsOneScan(t *testing.T) {
 		for i := lo; i < min(lo+5000, n); i++ {
 			batch = append(batch, region.Entry{Key: fmt.Sprintf("k%07d", i), Value: []byte(fmt.Sprintf(`{"id":%d,"cust":%d,"price":%d.%02d,"tag":"t%d"}`, i, i%4, i%1000, i%97, i%7))})
 		}
-		if err := fx.api.Put(ctx, "big", batch); err != nil {
+		if err := fx.api.Put(ctx, "big", batch, region.TTL{}); err != nil {
 			t.Fatal(err)
 		}
 	}

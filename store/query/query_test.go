@@ -156,11 +156,11 @@ func newFixture(t *testing.T, p int) *fixture {
 	for i := range 40 {
 		orders = append(orders, region.Entry{Key: fmt.Sprintf("o%02d", i), Value: []byte(fmt.Sprintf(`{"id":%d,"cust":%d,"total":%d}`, i, i%4, i*10))})
 	}
-	if err := api.Put(ctx, "orders", orders); err != nil {
+	if err := api.Put(ctx, "orders", orders, region.TTL{}); err != nil {
 		t.Fatal(err)
 	}
 	for c := range 4 {
-		if err := api.Put(ctx, "cust", []region.Entry{{Key: fmt.Sprintf("c%d", c), Value: []byte(fmt.Sprintf(`{"cust":%d,"vip":%v}`, c, c == 1))}}); err != nil {
+		if err := api.Put(ctx, "cust", []region.Entry{{Key: fmt.Sprintf("c%d", c), Value: []byte(fmt.Sprintf(`{"cust":%d,"vip":%v}`, c, c == 1))}}, region.TTL{}); err != nil {
 			t.Fatal(err)
 		}
 	}

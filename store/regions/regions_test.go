@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store"
 )
@@ -138,4 +139,57 @@ func TestSpansGroupsWaitsForTheTable(t *testing.T) {
 	if !errors.Is(err, region.ErrNoLeader) {
 		t.Fatalf("spansGroups without a partition table = %v, %v; want an ErrNoLeader error (503), not an answer", spans, err)
 	}
+}
+
+// TestTimeToLiveBounds: a time-to-live is refused below 0 and above
+// region.MaxTTL, a region's default in whole seconds only, and nothing is
+// written or changed then; a positive time-to-live under a millisecond
+// still expires (it is not 0, never).
+func TestTimeToLiveBounds(t *testing.T) {
+	_, n := soloNode(t)
+	ctx := ctxT(t, 20*time.Second)
+	for _, ttl := range []int64{-1, int64(region.MaxTTL/time.Second) + 1} {
+		if err := n.CreateRegion(ctx, region.Info{Name: "bad", Kind: region.Replicate, EntryTimeToLive: ttl}); !errors.Is(err, region.ErrInvalid) {
+			t.Errorf("create with entryTimeToLive %d: got %v, want ErrInvalid", ttl, err)
+		}
+	}
+	if err := n.CreateRegion(ctx, region.Info{Name: "r", Kind: region.Partition, EntryTimeToLive: 60}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ttl := range []time.Duration{-time.Second, 1500 * time.Millisecond, region.MaxTTL + time.Second} {
+		if err := n.AlterRegion(ctx, "r", ttl); !errors.Is(err, region.ErrInvalid) {
+			t.Errorf("alter to %v: got %v, want ErrInvalid", ttl, err)
+		}
+	}
+	for _, ttl := range []time.Duration{-time.Nanosecond, region.MaxTTL + time.Millisecond} {
+		v := []region.Entry{{Key: "k", Value: json.RawMessage(`{}`)}}
+		if err := n.Put(ctx, "r", v, region.TTL{Duration: ttl, Set: true}); !errors.Is(err, region.ErrInvalid) {
+			t.Errorf("put with ttl %v: got %v, want ErrInvalid", ttl, err)
+		}
+		if _, err := n.PutIfAbsent(ctx, "r", v[0], region.TTL{Duration: ttl, Set: true}); !errors.Is(err, region.ErrInvalid) {
+			t.Errorf("put-if-absent with ttl %v: got %v, want ErrInvalid", ttl, err)
+		}
+	}
+	if err := n.AlterRegion(ctx, "nope", time.Second); !errors.Is(err, region.ErrRegionNotFound) {
+		t.Errorf("alter an unknown region: got %v, want ErrRegionNotFound", err)
+	}
+	if info, err := n.Region(ctx, region.Linearizable, "r"); err != nil || info.EntryTimeToLive != 60 {
+		t.Errorf("after the refusals: got %+v, %v; want entryTimeToLive 60", info, err)
+	}
+	if got, err := n.Keys(ctx, region.Linearizable, "r"); err != nil || len(got) != 0 {
+		t.Errorf("after the refused puts: keys %q, %v; want none", got, err)
+	}
+	if err := n.AlterRegion(ctx, "r", 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := n.Region(ctx, region.Linearizable, "r"); info.EntryTimeToLive != 7200 {
+		t.Errorf("after alter to 2h: entryTimeToLive %d, want 7200", info.EntryTimeToLive)
+	}
+	if err := n.Put(ctx, "r", []region.Entry{{Key: "brief", Value: json.RawMessage(`{}`)}}, region.TTL{Duration: time.Microsecond, Set: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Cond(t, 10*time.Second, "the entry written with a 1 µs time-to-live to expire", func() bool {
+		vals, err := n.Get(ctx, region.Linearizable, "r", []string{"brief"})
+		return err == nil && vals[0] == nil
+	})
 }

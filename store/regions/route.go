@@ -26,6 +26,11 @@ type Ref struct {
 	Name string
 	Kind region.Kind
 	ID   uint64 // the control group's ID of the region: partition commands carry it
+	// TTL is the region's default entry time-to-live in milliseconds (0:
+	// never), what a write without a time-to-live of its own gets. It is
+	// read with the kind, from this member's copy of group 0: a change of
+	// the default reaches writes routed here once the copy has applied it.
+	TTL uint64
 }
 
 // resolve looks the region up in this node's copy of group 0. A region this
@@ -77,7 +82,8 @@ func Lookup(f *fsm.FSM, name string) (Ref, bool) {
 		return Ref{}, false
 	}
 	id, _ := f.RegionID(name)
-	return Ref{Name: name, Kind: info.Kind, ID: id}, true
+	ttl := uint64(info.EntryTimeToLive) * 1000 // whole seconds: what CreateRegion and AlterRegion accept
+	return Ref{Name: name, Kind: info.Kind, ID: id, TTL: ttl}, true
 }
 
 // withRegion runs op with the region's reference; when a partition group

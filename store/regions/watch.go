@@ -316,7 +316,7 @@ func captureAnswer(f *fsm.FSM, req watchReq) ([]byte, error) {
 
 // sendFrozen calls fn with every entry of z, in key order.
 func sendFrozen(z *fsm.Frozen, fn func(string, json.RawMessage) error) error {
-	cur, buf := z.Cursor(), make([]region.Entry, 256)
+	cur, buf := z.LogCursor(), make([]region.Entry, 256)
 	for n := cur.Read(buf); n > 0; n = cur.Read(buf) {
 		for _, e := range buf[:n] {
 			if err := fn(e.Key, e.Value); err != nil {

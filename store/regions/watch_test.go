@@ -52,7 +52,7 @@ func TestWatchBothKinds(t *testing.T) {
 			if err := api.CreateRegion(ctx, region.Info{Name: name, Kind: kind}); err != nil {
 				t.Fatal(err)
 			}
-			if err := api.Put(ctx, name, []region.Entry{{Key: "before", Value: json.RawMessage(`{"v":0}`)}}); err != nil {
+			if err := api.Put(ctx, name, []region.Entry{{Key: "before", Value: json.RawMessage(`{"v":0}`)}}, region.TTL{}); err != nil {
 				t.Fatal(err)
 			}
 			var initial []string
@@ -68,11 +68,11 @@ func TestWatchBothKinds(t *testing.T) {
 				t.Errorf("initial = %q, want %q", initial, want)
 			}
 			for i := 1; i <= 3; i++ {
-				if err := api.Put(ctx, name, []region.Entry{{Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(fmt.Sprintf(`{"v":%d}`, i))}}); err != nil {
+				if err := api.Put(ctx, name, []region.Entry{{Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(fmt.Sprintf(`{"v":%d}`, i))}}, region.TTL{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := api.Put(ctx, name, []region.Entry{{Key: "k1", Value: json.RawMessage(`{"v":10}`)}}); err != nil {
+			if err := api.Put(ctx, name, []region.Entry{{Key: "k1", Value: json.RawMessage(`{"v":10}`)}}, region.TTL{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := api.Delete(ctx, name, []string{"k2"}); err != nil {

@@ -1,38 +1,39 @@
-package cli
+package scalar
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 )
 
-// scalar is a typed value from the command line, TYPE:VALUE: a bind value
+// Value is a typed value from the command line, TYPE:VALUE: a bind value
 // of a query (--bind int:5) or a scalar argument of a function
 // (--arg string:x). The types are the API's bind types.
-type scalar struct {
+type Value struct {
 	typ  string // byte, short, int, long, float, double, boolean or string
 	text string // the value as given
 }
 
-// parseScalar reads TYPE:VALUE and checks that VALUE is a TYPE, so that a
-// typo is the command line's fault (exit code 2) rather than a query's
-// failure on the server (500). The type is case-insensitive and may carry
-// Java's java.lang. prefix, as the API allows.
-func parseScalar(flag, s string) (scalar, error) {
+// Parse reads TYPE:VALUE, given to the flag named flag, and checks that
+// VALUE is a TYPE, so that a typo is the command line's fault rather than a
+// query's failure on the server (500). The type is case-insensitive and
+// may carry Java's java.lang. prefix, as the API allows.
+func Parse(flag, s string) (Value, error) {
 	typ, text, ok := strings.Cut(s, ":")
 	if !ok {
-		return scalar{}, usagef("--%s %q: want TYPE:VALUE, e.g. int:5 or string:abc", flag, s)
+		return Value{}, fmt.Errorf("--%s %q: want TYPE:VALUE, e.g. int:5 or string:abc", flag, s)
 	}
-	v := scalar{typ: strings.TrimPrefix(strings.ToLower(strings.TrimSpace(typ)), "java.lang."), text: text}
+	v := Value{typ: strings.TrimPrefix(strings.ToLower(strings.TrimSpace(typ)), "java.lang."), text: text}
 	bad := func() error {
-		return usagef("--%s %q: %q is not a valid %s", flag, s, text, v.typ)
+		return fmt.Errorf("--%s %q: %q is not a valid %s", flag, s, text, v.typ)
 	}
 	switch v.typ {
 	case "byte", "short", "int", "long":
 		bits := map[string]int{"byte": 8, "short": 16, "int": 32, "long": 64}[v.typ]
 		if _, err := strconv.ParseInt(text, 10, bits); err != nil {
-			return scalar{}, bad()
+			return Value{}, bad()
 		}
 	case "float", "double":
 		bits := 64
@@ -41,24 +42,24 @@ func parseScalar(flag, s string) (scalar, error) {
 		}
 		f, err := strconv.ParseFloat(text, bits)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return scalar{}, bad()
+			return Value{}, bad()
 		}
 	case "boolean":
 		if t := strings.ToLower(text); t != "true" && t != "false" {
-			return scalar{}, bad()
+			return Value{}, bad()
 		}
 	case "string":
 	default:
-		return scalar{}, usagef("--%s %q: unknown type %q (use byte, short, int, long, float, double, boolean or string)", flag, s, typ)
+		return Value{}, fmt.Errorf("--%s %q: unknown type %q (use byte, short, int, long, float, double, boolean or string)", flag, s, typ)
 	}
 	return v, nil
 }
 
-// parseScalars reads every TYPE:VALUE of a repeated flag.
-func parseScalars(flag string, values []string) ([]scalar, error) {
-	out := make([]scalar, 0, len(values))
+// ParseAll reads every TYPE:VALUE of a repeated flag.
+func ParseAll(flag string, values []string) ([]Value, error) {
+	out := make([]Value, 0, len(values))
 	for _, s := range values {
-		v, err := parseScalar(flag, s)
+		v, err := Parse(flag, s)
 		if err != nil {
 			return nil, err
 		}
@@ -67,32 +68,33 @@ func parseScalars(flag string, values []string) ([]scalar, error) {
 	return out, nil
 }
 
-// typedValue is the API's form of a scalar, {"@type":"int","@value":"5"}:
-// the value's text form, which the API reads by the type.
-type typedValue struct {
+// Typed is the API's form of a value, {"@type":"int","@value":"5"}: the
+// value's text form, which the API reads by the type.
+type Typed struct {
 	Type  string `json:"@type"`
 	Value string `json:"@value"`
 }
 
-func (v scalar) typed() typedValue { return typedValue{Type: v.typ, Value: v.text} }
+// Typed is v in the API's form.
+func (v Value) Typed() Typed { return Typed{Type: v.typ, Value: v.text} }
 
-// typedJSON is values as the API's JSON array of typed values.
-func typedJSON(values []scalar) []byte {
-	typed := make([]typedValue, len(values))
+// JSON is values as the API's JSON array of typed values.
+func JSON(values []Value) []byte {
+	typed := make([]Typed, len(values))
 	for i, v := range values {
-		typed[i] = v.typed()
+		typed[i] = v.Typed()
 	}
 	data, _ := json.Marshal(typed) // strings only: it cannot fail
 	return data
 }
 
-// literal is the value as an OQL literal that the server's parser reads
+// Literal is the value as an OQL literal that the server's parser reads
 // back as the very value the API would bind: integers as plain digits
 // (an int literal is a 64-bit integer as every integral bind is; past the
 // int range with L), doubles always with a decimal point, exponent or d,
 // floats with f, strings quoted with ' doubled. A negative number is
 // parenthesized, so that "x - $1" stays a subtraction.
-func (v scalar) literal() string {
+func (v Value) Literal() string {
 	var lit string
 	switch v.typ {
 	case "byte", "short", "int", "long":
@@ -125,13 +127,13 @@ func (v scalar) literal() string {
 	return lit
 }
 
-// substituteBinds writes the bind values into an ad-hoc query's text:
+// Substitute writes the bind values into an ad-hoc query's text:
 // the API's ad-hoc endpoint takes none (rest-details.md), so $1, $2, ...
 // become literals of the values' types. A $ inside a string literal, a
 // quoted identifier or a comment is text, not a parameter, and stays. The
 // values must be exactly as many as the highest parameter, as for a named
 // query.
-func substituteBinds(text string, binds []scalar) (string, error) {
+func Substitute(text string, binds []Value) (string, error) {
 	var b strings.Builder
 	highest := 0
 	for i := 0; i < len(text); {
@@ -160,10 +162,10 @@ func substituteBinds(text string, binds []scalar) (string, error) {
 				break
 			}
 			if n > len(binds) {
-				return "", usagef("the query uses $%d but %d --bind value(s) were given", n, len(binds))
+				return "", fmt.Errorf("the query uses $%d but %d --bind value(s) were given", n, len(binds))
 			}
 			highest = max(highest, n)
-			b.WriteString(binds[n-1].literal())
+			b.WriteString(binds[n-1].Literal())
 			i = j
 			continue
 		default:
@@ -173,7 +175,7 @@ func substituteBinds(text string, binds []scalar) (string, error) {
 		i += skip
 	}
 	if highest != len(binds) {
-		return "", usagef("%d --bind value(s) were given for a query whose parameters go up to $%d", len(binds), highest)
+		return "", fmt.Errorf("%d --bind value(s) were given for a query whose parameters go up to $%d", len(binds), highest)
 	}
 	return b.String(), nil
 }

@@ -443,7 +443,7 @@ func Execute(cfg RunConfig) Report {
 		watch  *workload.Watcher
 	}
 	var runs []*regionRun
-	for _, spec := range cfg.Regions {
+	for k, spec := range cfg.Regions {
 		h := model.NewHistoryAt(r.start)
 		runs = append(runs, &regionRun{
 			spec:   spec,
@@ -451,7 +451,7 @@ func Execute(cfg RunConfig) Report {
 			wl:     &workload.Clients{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Concurrency: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
 			ledger: &workload.Ledger{Region: spec.Name, URLs: urls, Names: names},
 			prober: &Prober{Region: spec, URLs: urls, Names: names, P: before.P, Clock: r.start},
-			watch:  newWatcher(cfg, spec, urls, names, h, r.Logf),
+			watch:  newWatcher(cfg, spec, k%b.Size(), urls, names, h, r.Logf),
 		})
 	}
 	// The watchers are live before the first write, so that every write is

@@ -41,12 +41,15 @@ type WatchReport struct {
 // and no ledger ("L<n>") or probe ("p<member>...") key does.
 const watchPrefix = "f"
 
-func newWatcher(cfg RunConfig, spec backend.RegionSpec, urls, names []string, h *model.History, logf func(string, ...any)) *workload.Watcher {
+// newWatcher watches spec's workload keys, first through member first
+// (the regions' watchers start on different members, so a fault on one
+// member moves one of them and leaves the other).
+func newWatcher(cfg RunConfig, spec backend.RegionSpec, first int, urls, names []string, h *model.History, logf func(string, ...any)) *workload.Watcher {
 	idle := cfg.WatchIdle
 	if idle == 0 {
 		idle = 4 * time.Second
 	}
-	return &workload.Watcher{Region: spec.Name, Prefix: watchPrefix, URLs: urls, Names: names, Clock: h.Now, IdleTimeout: idle, Logf: logf}
+	return &workload.Watcher{Region: spec.Name, Prefix: watchPrefix, URLs: urls, Names: names, First: first, Clock: h.Now, IdleTimeout: idle, Logf: logf}
 }
 
 // waitWatchReady waits up to 30 s until w's first stream is live; the

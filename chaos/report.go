@@ -51,7 +51,11 @@ func (r Report) Problems() []string {
 			out = append(out, fmt.Sprintf("%s: %d acknowledged writes lost", rr.Region, rr.LedgerLost))
 		}
 		if rr.Watch != nil && rr.Watch.Verdict != "ok" {
-			out = append(out, fmt.Sprintf("%s: watch %s", rr.Region, rr.Watch.Summary()))
+			msg := fmt.Sprintf("%s: watch %s", rr.Region, rr.Watch.Summary())
+			if rr.Watch.Saved != "" {
+				msg += fmt.Sprintf(" (saved: %s)", rr.Watch.Saved)
+			}
+			out = append(out, msg)
 		}
 	}
 	return out

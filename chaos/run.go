@@ -495,7 +495,8 @@ func Execute(cfg RunConfig) Report {
 		rep.Regions = append(rep.Regions, r.finish(cfg, rr.spec, rr.hist, rr.wl, rr.ledger))
 	}
 	for k, rr := range runs {
-		rep.Regions[k].Watch = r.checkWatch(rr.watch, rr.hist)
+		name := fmt.Sprintf("%s-%s-%s", cfg.Scenario.Name, rr.spec.Name, r.start.Format("20060102T150405"))
+		rep.Regions[k].Watch = r.checkWatch(rr.watch, rr.hist, cfg.ResultsDir, name)
 	}
 	stopWatch()
 	watchWG.Wait()

@@ -35,6 +35,8 @@ type WatchReport struct {
 	// the watcher, which is its own failure); not live (no stream ever
 	// started).
 	Verdict string `json:"verdict"`
+	// Saved is where a failed stream was saved (model.SaveWatch).
+	Saved string `json:"saved,omitempty"`
 }
 
 // watchPrefix is what every workload key starts with ("f<family>-..."),
@@ -67,7 +69,11 @@ func (r *Run) waitWatchReady(w *workload.Watcher) {
 // checkWatch waits (up to 30 s) until w has received the event of every
 // acknowledged write, or the check finds none missing, and returns its
 // verdict on the stream against the history.
-func (r *Run) checkWatch(w *workload.Watcher, h *model.History) *WatchReport {
+//
+// A stream that fails is saved under saveDir as name.watch.json
+// (model.SaveWatch: the history and the events), which model.LoadWatch
+// reads back to check again.
+func (r *Run) checkWatch(w *workload.Watcher, h *model.History, saveDir, name string) *WatchReport {
 	ops := h.Ops()
 	deadline := time.Now().Add(30 * time.Second)
 	var res workload.WatchResult
@@ -98,6 +104,13 @@ func (r *Run) checkWatch(w *workload.Watcher, h *model.History) *WatchReport {
 		wr.Verdict = "gone"
 	case !v.OK() || len(res.Problems) > 0:
 		wr.Verdict = "failed"
+	}
+	if wr.Verdict != "ok" && saveDir != "" {
+		path, err := model.SaveWatch(saveDir, name, model.WatchRecord{Ops: ops, Events: res.Events, Gone: len(res.Gone) > 0})
+		if err != nil {
+			r.fail("save %s: %v", name, err)
+		}
+		wr.Saved = path
 	}
 	r.Logf("watch %s: %s", w.Region, wr.Summary())
 	for _, p := range wr.Problems {

@@ -1,7 +1,10 @@
 package model
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 )
@@ -381,4 +384,41 @@ func ns(t int64) string {
 		return "never"
 	}
 	return fmt.Sprintf("%.3fs", float64(t)/1e9)
+}
+
+// WatchRecord is what SaveWatch writes: a run's history and what its
+// watcher received, enough to run CheckWatch again.
+type WatchRecord struct {
+	Ops    []Op         `json:"ops"`
+	Events []WatchEvent `json:"events"`
+	Gone   bool         `json:"gone,omitempty"`
+}
+
+// SaveWatch writes rec under dir as <name>.watch.json and returns the path.
+func SaveWatch(dir, name string, rec WatchRecord) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("results dir: %w", err)
+	}
+	path := filepath.Join(dir, name+".watch.json")
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return "", fmt.Errorf("write watch record: %w", err)
+	}
+	return path, nil
+}
+
+// LoadWatch reads a record SaveWatch wrote.
+func LoadWatch(path string) (WatchRecord, error) {
+	var rec WatchRecord
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return rec, err
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, fmt.Errorf("%s: %w", path, err)
+	}
+	return rec, nil
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -127,5 +128,26 @@ func TestCheckWatch(t *testing.T) {
 				t.Errorf("%d problems described for counts %v: %q", len(got.Problems), g, got.Problems)
 			}
 		})
+	}
+}
+
+// TestSaveWatchRoundTrip: a saved record loads back as it was, so a
+// failed run's watch can be checked again.
+func TestSaveWatchRoundTrip(t *testing.T) {
+	rec := WatchRecord{
+		Ops:    []Op{op(0, 0, 1, put("a", 1), status(200)), op(1, 2, -1, del("a"), Output{})},
+		Events: evs(WatchEvent{Type: "create", Key: "a", Value: 1, Member: "n1"}, WatchEvent{Type: "destroy", Key: "a", Member: "n2", Conn: 1}),
+		Gone:   true,
+	}
+	path, err := SaveWatch(t.TempDir(), "run", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadWatch(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rec) {
+		t.Errorf("loaded %+v, want %+v", got, rec)
 	}
 }

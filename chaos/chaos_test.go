@@ -31,14 +31,19 @@ var (
 	flagClients    = flag.Int("chaos.clients", 6, "clients per region")
 	flagFirstIP    = flag.String("chaos.first-ip", "127.0.0.11", "proc backend: member i listens on this IP + i")
 	flagConcurrent = flag.Int("chaos.concurrent", 1, "chaos clusters running on this host at once, this one included (recorded, so that runs which shared the CPUs are reported apart)")
+	flagWatchIdle  = flag.Duration("chaos.watch-idle", 4*time.Second, "the watcher leaves a member from which nothing came for this long (events flow all through the load; a member sends a keep-alive every 15 s), so a paused or cut-off member is left for another")
 	flagStale      = flag.Bool("chaos.stale-reads", false, "read with ?consistency=stale, which is not linearizable: a check of the checker, whose runs must fail (they are not recorded in -chaos.runlog)")
 )
 
 // chaosRegions are loaded in every run: one of each kind.
 var chaosRegions = []backend.RegionSpec{{Name: "chaosr"}, {Name: "chaosp", Partitioned: true}}
 
+// kvnodeFlags are the process members' flags. --watch-history keeps
+// enough events per group (the probes write hundreds a second) that the
+// watcher's resume after any fault of a run finds its token: a 410 fails
+// the run.
 func kvnodeFlags() []string {
-	return []string{"--regions", "chaosr:REPLICATE,chaosp:PARTITION", "--partition-groups", "3", "--log-level", "info"}
+	return []string{"--regions", "chaosr:REPLICATE,chaosp:PARTITION", "--partition-groups", "3", "--log-level", "info", "--watch-history", "50000"}
 }
 
 // TestChaos runs every scenario -chaos.runs times for -chaos.duration
@@ -193,6 +198,7 @@ func runScenario(t *testing.T, bin, image string, sc Scenario) Report {
 		ResultsDir: *flagResults,
 		Logf:       t.Logf,
 		StaleReads: *flagStale,
+		WatchIdle:  *flagWatchIdle,
 	})
 }
 

@@ -3,7 +3,8 @@
 // times, and what came back) while faults are injected, and the history is
 // checked for linearizability with porcupine against a sequential model of
 // the REST API's semantics; a ledger of acknowledged writes is checked on
-// every member at the end. docs/chaos.md says how to run it and holds the
+// every member at the end, and a watcher's stream of changes against the
+// history. docs/chaos.md says how to run it and holds the
 // results.
 //
 // chaos itself owns the run of a scenario, and the packages under it the
@@ -14,12 +15,16 @@
 //   - probe.go, cluster.go: the per-member probes that measure failover,
 //     and who leads what, read from the management views, for the
 //     nemeses to aim at.
+//   - watch.go: the run's watcher of each region's workload keys, live
+//     before the load and given time to catch up after it, and its
+//     verdict (WatchReport) from model.CheckWatch.
 //   - report.go: the reports, and the docs/chaos.md tables made from them.
 //   - model/: the per-family model of the REST semantics, the history, the
 //     check and what is saved when it fails (the history and porcupine's
 //     HTML).
 //   - workload/: the clients whose operations are recorded and checked,
-//     the REST form of each, and the ledger writer.
+//     the REST form of each, the ledger writer, and the watcher (an SSE
+//     client that resumes on another member whenever its stream ends).
 //   - backend/: one interface (backend.Cluster) over kvnode processes on
 //     127.0.0.0/8 and over the docker-compose cluster.
 //   - netproxy/: the link proxies of the process backend (blackhole,

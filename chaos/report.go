@@ -25,6 +25,9 @@ func (r Report) Summary() string {
 			rr.FailoverEveryP50.Round(time.Millisecond), rr.FailoverEveryP99.Round(time.Millisecond), rr.FailoverEveryMax.Round(time.Millisecond),
 			rr.Failovers, rr.NoRecovery, rr.Unrecovered,
 			rr.LedgerAcked, rr.LedgerLost, rr.Diverged, rr.Verdict, rr.CheckTime.Round(10*time.Millisecond))
+		if rr.Watch != nil {
+			fmt.Fprintf(&b, "\n    watch: %s", rr.Watch.Summary())
+		}
 		causes := make([]string, 0, len(rr.Causes))
 		for c, n := range rr.Causes {
 			causes = append(causes, fmt.Sprintf("%d× %s", n, c))
@@ -46,6 +49,13 @@ func (r Report) Problems() []string {
 		}
 		if rr.LedgerLost > 0 {
 			out = append(out, fmt.Sprintf("%s: %d acknowledged writes lost", rr.Region, rr.LedgerLost))
+		}
+		if rr.Watch != nil && rr.Watch.Verdict != "ok" {
+			msg := fmt.Sprintf("%s: watch %s", rr.Region, rr.Watch.Summary())
+			if rr.Watch.Saved != "" {
+				msg += fmt.Sprintf(" (saved: %s)", rr.Watch.Saved)
+			}
+			out = append(out, msg)
 		}
 	}
 	return out
@@ -126,6 +136,8 @@ func Tables(reports []Report) string {
 		acked, lost, diverged                      int
 		elections                                  uint64
 		faults                                     int
+		watched                                    int // runs with a watcher
+		events, reconnects, watchBad               int
 	}
 	aggs := map[key]*agg{}
 	var order []key
@@ -165,6 +177,12 @@ func Tables(reports []Report) string {
 			a.diverged += rr.Diverged
 			a.elections += r.Elections
 			a.faults += len(r.Faults)
+			if w := rr.Watch; w != nil {
+				a.watched++
+				a.events += w.Events
+				a.reconnects += w.Reconnects
+				a.watchBad += w.Missing + w.Invented + w.OutOfOrder + w.Duplicates + w.WrongType + len(w.Gone)
+			}
 		}
 	}
 	sort.SliceStable(order, func(i, j int) bool {
@@ -180,8 +198,8 @@ func Tables(reports []Report) string {
 		}
 		return a.region < b.region
 	})
-	b.WriteString("| scenario | backend | region | runs (length) | passed | operations | availability | failover, first group: p50 / max | failover, every group: p50 / p99 / max | leader faults (no recovery) | elections per run | ledger acked / lost | check time (max) | verdict |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | backend | region | runs (length) | passed | operations | availability | failover, first group: p50 / max | failover, every group: p50 / p99 / max | leader faults (no recovery) | elections per run | ledger acked / lost | watch: events / reconnects / faults | check time (max) | verdict |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range order {
 		a := aggs[k]
 		var lengths []string
@@ -215,13 +233,20 @@ func Tables(reports []Report) string {
 		if k.concurrent > 1 {
 			backend = fmt.Sprintf("%s, %d at once", k.backend, k.concurrent)
 		}
+		watch := "-"
+		if a.watched > 0 {
+			watch = fmt.Sprintf("%d / %d / %d", a.events, a.reconnects, a.watchBad)
+			if a.watched < a.runs {
+				watch += fmt.Sprintf(" (%d runs)", a.watched)
+			}
+		}
 		verdict := "linearizable"
 		if a.ok < a.runs {
 			verdict = fmt.Sprintf("**%d failed**", a.runs-a.ok)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d | %d | %s | %s | %s | %d (%d) | %.1f | %d / %d | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d/%d | %d | %s | %s | %s | %d (%d) | %.1f | %d / %d | %s | %s | %s |\n",
 			k.scenario, backend, k.region, strings.Join(lengths, ", "), a.ok, a.runs, a.ops, avail, failover, every,
-			a.failovers, a.noRecovery, float64(a.elections)/float64(a.runs), a.acked, a.lost, checkTime, verdict)
+			a.failovers, a.noRecovery, float64(a.elections)/float64(a.runs), a.acked, a.lost, watch, checkTime, verdict)
 	}
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/chaos/backend"
+	"github.com/kvnode/kvnode/chaos/workload"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -199,14 +200,50 @@ func TestTablesShowOldAndNewFailover(t *testing.T) {
 	s := time.Second
 	reports = append(reports, Report{Scenario: "kill-leader", Backend: "proc", Started: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC), Duration: time.Minute,
 		Regions: []RegionReport{{Region: "chaosp", Ops: 100, Definite: 100, Verdict: "ok", Failovers: 3, Unrecovered: 1,
-			FailoverP50: s, FailoverMax: 2 * s, FailoverEvery: []time.Duration{3 * s, 2 * s}, CheckTime: 1500 * time.Millisecond}}})
+			FailoverP50: s, FailoverMax: 2 * s, FailoverEvery: []time.Duration{3 * s, 2 * s}, CheckTime: 1500 * time.Millisecond,
+			Watch: &WatchReport{Events: 500, Reconnects: 2, Verdict: "ok"}}}})
 	doc := Tables(reports)
 	for _, want := range []string{
-		"| kill-leader | proc, 2 at once | chaosr | 1×1m0s | 1/1 | 15147 | 99.9% | 890ms / 1.44s | - | 4 (0) |",
-		"| kill-leader | proc | chaosp | 1×1m0s | 1/1 | 100 | 100.0% | 1s / 2s | 3s / 3s / 3s (1 with a group never back) | 3 (0) | 0.0 | 0 / 0 | 1.5s | linearizable |",
+		"| kill-leader | proc, 2 at once | chaosr | 1×1m0s | 1/1 | 15147 | 99.9% | 890ms / 1.44s | - | 4 (0) | 16.0 | 1701 / 0 | - | - | linearizable |",
+		"| kill-leader | proc | chaosp | 1×1m0s | 1/1 | 100 | 100.0% | 1s / 2s | 3s / 3s / 3s (1 with a group never back) | 3 (0) | 0.0 | 0 / 0 | 500 / 2 / 0 | 1.5s | linearizable |",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("tables lack %q:\n%s", want, doc)
 		}
+	}
+}
+
+// TestWatchVerdictFailsRun: a run whose watcher missed, invented,
+// reordered or repeated an event, or was refused a resume with 410, is
+// not OK, and its problems and tables say so; one without a watcher
+// (recorded before it existed) is judged as before.
+func TestWatchVerdictFailsRun(t *testing.T) {
+	run := func(w *WatchReport) Report {
+		return Report{Scenario: "kill-leader", Backend: "proc", Duration: time.Minute,
+			Regions: []RegionReport{{Region: "chaosr", Verdict: "ok", Watch: w}}}
+	}
+	if r := run(nil); !r.OK() {
+		t.Errorf("a run without a watcher: OK() = false, problems %q", r.Problems())
+	}
+	if r := run(&WatchReport{Events: 10, Verdict: "ok"}); !r.OK() {
+		t.Errorf("a clean watch: OK() = false, problems %q", r.Problems())
+	}
+	for _, w := range []*WatchReport{
+		{Events: 10, Missing: 1, Verdict: "failed"},
+		{Events: 10, Duplicates: 2, Verdict: "failed"},
+		{Events: 10, Gone: []workload.Gone{{Member: "n2", Token: "0:12.0", Oldest: "0:40.0"}}, Verdict: "gone"},
+		{Verdict: "not live"},
+	} {
+		r := run(w)
+		if r.OK() {
+			t.Errorf("watch %+v: OK() = true, want false", *w)
+		}
+		if p := strings.Join(r.Problems(), "; "); !strings.Contains(p, "chaosr: watch "+w.Verdict) {
+			t.Errorf("problems %q, want one naming the watch's verdict %q", p, w.Verdict)
+		}
+	}
+	doc := Tables([]Report{run(&WatchReport{Events: 10, Missing: 1, Duplicates: 2, Verdict: "failed"})})
+	if want := "| 10 / 0 / 3 | - | **1 failed** |"; !strings.Contains(doc, want) {
+		t.Errorf("tables lack %q:\n%s", want, doc)
 	}
 }

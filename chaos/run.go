@@ -54,6 +54,9 @@ type RunConfig struct {
 	// StaleReads: see workload.Clients.StaleReads. Only to check the
 	// checker.
 	StaleReads bool
+	// WatchIdle: the watcher leaves a member from which nothing came for
+	// this long (workload.Watcher.IdleTimeout); 4 s when zero.
+	WatchIdle time.Duration
 }
 
 // FaultEvent is one fault a nemesis injected.
@@ -95,6 +98,9 @@ type RegionReport struct {
 	Unrecovered      int             `json:"unrecovered,omitempty"`
 	// CheckTime is how long porcupine took over the history.
 	CheckTime time.Duration `json:"checkTime,omitempty"`
+	// Watch is the watcher's verdict; runs recorded before the watcher
+	// existed lack it.
+	Watch *WatchReport `json:"watch,omitempty"`
 }
 
 // Report is one run's outcome.
@@ -119,7 +125,7 @@ func (r Report) OK() bool {
 		return false
 	}
 	for _, rr := range r.Regions {
-		if rr.Verdict != "ok" || rr.LedgerLost > 0 || rr.Diverged > 0 {
+		if rr.Verdict != "ok" || rr.LedgerLost > 0 || rr.Diverged > 0 || (rr.Watch != nil && rr.Watch.Verdict != "ok") {
 			return false
 		}
 	}
@@ -434,9 +440,10 @@ func Execute(cfg RunConfig) Report {
 		wl     *workload.Clients
 		ledger *workload.Ledger
 		prober *Prober
+		watch  *workload.Watcher
 	}
 	var runs []*regionRun
-	for _, spec := range cfg.Regions {
+	for k, spec := range cfg.Regions {
 		h := model.NewHistoryAt(r.start)
 		runs = append(runs, &regionRun{
 			spec:   spec,
@@ -444,7 +451,20 @@ func Execute(cfg RunConfig) Report {
 			wl:     &workload.Clients{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Concurrency: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
 			ledger: &workload.Ledger{Region: spec.Name, URLs: urls, Names: names},
 			prober: &Prober{Region: spec, URLs: urls, Names: names, P: before.P, Clock: r.start},
+			watch:  newWatcher(cfg, spec, k%b.Size(), urls, names, h, r.Logf),
 		})
+	}
+	// The watchers are live before the first write, so that every write is
+	// in their streams; they outlive the load until they have caught up.
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	var watchWG sync.WaitGroup
+	for _, rr := range runs {
+		watchWG.Add(1)
+		go func() { defer watchWG.Done(); rr.watch.Run(watchCtx) }()
+	}
+	for _, rr := range runs {
+		r.waitWatchReady(rr.watch)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration)
@@ -474,6 +494,12 @@ func Execute(cfg RunConfig) Report {
 	for _, rr := range runs {
 		rep.Regions = append(rep.Regions, r.finish(cfg, rr.spec, rr.hist, rr.wl, rr.ledger))
 	}
+	for k, rr := range runs {
+		name := fmt.Sprintf("%s-%s-%s", cfg.Scenario.Name, rr.spec.Name, r.start.Format("20060102T150405"))
+		rep.Regions[k].Watch = r.checkWatch(rr.watch, rr.hist, cfg.ResultsDir, name)
+	}
+	stopWatch()
+	watchWG.Wait()
 	r.mu.Lock()
 	rep.Faults = r.events
 	rep.Errors = append(rep.Errors, r.errs...)

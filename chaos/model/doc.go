@@ -10,7 +10,11 @@
 //   - the history (history.go): History records operations (Op) from
 //     concurrent clients on one clock; Check runs porcupine over them, and
 //     Verdict.Save writes a failed history and porcupine's visualization,
-//     which LoadHistory reads back to check again.
+//     which LoadHistory reads back to check again;
+//   - the watch check (watch.go): CheckWatch holds the events a watcher
+//     of the workload's keys received (GET /kv/v1/watch, across its
+//     reconnects) to the history: none missing, none invented, each
+//     key's in an order the writes' real times allow, none twice.
 //
 // The model is per family of keys, and families are checked independently
 // (porcupine's partitioning). A family's keys lie in one Raft group, so

@@ -1,6 +1,6 @@
 // Package workload is the load a chaos run puts on kvnode's REST API:
-// the clients whose history is checked, and the ledger of acknowledged
-// writes.
+// the clients whose history is checked, the ledger of acknowledged
+// writes, and the watcher of the clients' keys.
 //
 // It owns:
 //   - the clients (workload.go, Clients): concurrent clients doing the
@@ -11,7 +11,12 @@
 //     (ValueJSON, ParseValue), and which failures mean the request was
 //     never sent (IsRefused);
 //   - the ledger (ledger.go, Ledger): keys written once each, and the
-//     check at the end that every acknowledged one is on every member.
+//     check at the end that every acknowledged one is on every member;
+//   - the watcher (watch.go, Watcher): a client of GET /kv/v1/watch on the
+//     clients' keys that reads the Server-Sent Events, and whenever its
+//     stream ends (a member killed, paused past the idle timeout, cut off,
+//     an `error` event) resumes on another member with Last-Event-ID,
+//     recording every event for model.CheckWatch.
 //
 // Why a package of its own: turning the model's operations into HTTP
 // requests and the answers back into the model's outputs is one concern,

@@ -1,6 +1,7 @@
 package regions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,11 +239,23 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 	default:
 		resp = watchResp{Events: b.Events, Next: b.Next, Behind: b.Behind}
 	}
-	out, err := json.Marshal(resp)
+	out, err := encodeAnswer(resp)
 	if err != nil {
 		return nil, fmt.Errorf("encode watch answer: %w", err)
 	}
 	return out, nil
+}
+
+// encodeAnswer is json.Marshal without its HTML escaping, which would
+// turn "<" in a stored value into \u003c: values travel byte for byte.
+func encodeAnswer(resp watchResp) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(resp); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // position is group gid's current position, after everything applied.
@@ -307,7 +320,7 @@ func captureAnswer(f *fsm.FSM, req watchReq) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(resp)
+	out, err := encodeAnswer(resp)
 	if err != nil {
 		return nil, fmt.Errorf("encode the initial results: %w", err)
 	}

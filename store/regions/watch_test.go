@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/expiry"
@@ -151,5 +152,51 @@ func TestWatchExpiry(t *testing.T) {
 	}
 	if n, err := api.Count(context.Background(), region.Stale, "sessions"); err != nil || n != 0 {
 		t.Errorf("count after expiry = %d, %v; want 0", n, err)
+	}
+}
+
+// TestWatchAnswerKeepsValueBytes: the watch RPC (a watch served by a
+// member without a replica of the group) hands over stored values byte
+// for byte, as a local replica does: "<", ">" and "&" are not turned into
+// \u003c escapes, in the events and in the initial entries alike.
+func TestWatchAnswerKeepsValueBytes(t *testing.T) {
+	s, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := api.CreateRegion(ctx, region.Info{Name: "html", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	value := json.RawMessage(`{"a":"<b>&</b>"}`)
+	if err := api.Put(ctx, "html", []region.Entry{{Key: "k", Value: value}}, region.TTL{}); err != nil {
+		t.Fatal(err)
+	}
+	replica := func(region.Consistency) (*fsm.FSM, error) { return s.Router().ControlState() }
+	for _, req := range []watchReq{
+		{Region: "html", Max: batchEvents}, // the events from the start of the history
+		{Region: "html", Capture: true},    // the initial entries
+	} {
+		body, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := api.parts.serveWatch(ctx, replica, body)
+		if err != nil {
+			t.Fatalf("serveWatch(%+v): %v", req, err)
+		}
+		var resp watchResp
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range resp.Events {
+			if e.Key == "k" {
+				got = append(got, string(e.Value))
+			}
+		}
+		for _, e := range resp.Entries {
+			got = append(got, string(e.Value))
+		}
+		if want := []string{string(value)}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("capture=%v: values = %s, want %s", req.Capture, got, want)
+		}
 	}
 }

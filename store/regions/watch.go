@@ -67,8 +67,10 @@ type watchResp struct {
 }
 
 // Watch opens a watch of region name's changes on this member (see
-// region.Watch). Errors: region.ErrRegionNotFound, region.ErrInvalid (a
-// token that is not one of this region's), *region.GoneError.
+// region.Watch). Errors: region.ErrRegionNotFound (also for a replicated
+// region's token from before the name was destroyed and created again),
+// region.ErrInvalid (a token that is not one of this region's),
+// *region.GoneError.
 func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) (region.Watch, error) {
 	ref, err := r.parts.Resolve(ctx, name, region.Linearizable)
 	if err != nil {
@@ -90,6 +92,12 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 	case opts.From != "":
 		if w.pos, err = parseToken(opts.From, gids); err != nil {
 			return nil, err
+		}
+		// A replicated region's id is the group 0 index that created it:
+		// a position before it belongs to an older incarnation of the
+		// name, whose events the watch would skip (they carry its id).
+		if ref.Kind == region.Replicate && w.pos[0].Less(history.Pos{Index: ref.ID + 1}) {
+			return nil, fmt.Errorf("region %q was destroyed and created again after resume token %q: watch it afresh: %w", name, opts.From, region.ErrRegionNotFound)
 		}
 		if err := w.checkHistory(ctx, opts.From); err != nil {
 			return nil, err

@@ -200,3 +200,46 @@ func TestWatchAnswerKeepsValueBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchResumeAcrossRecreate: a token of a replicated region that was
+// destroyed and created again under the same name does not resume on the
+// new incarnation (whose events would follow without a word about the
+// old one's end, and the old one's last events would be skipped): the
+// watch is refused as the region not found.
+func TestWatchResumeAcrossRecreate(t *testing.T) {
+	_, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	put := func(key string) {
+		t.Helper()
+		if err := api.Put(ctx, "again", []region.Entry{{Key: key, Value: json.RawMessage(`{}`)}}, region.TTL{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := api.CreateRegion(ctx, region.Info{Name: "again", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := api.Watch(ctx, "again", region.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("old1")
+	token := next(t, w, 1)[0].Token
+	w.Close()
+	put("old2") // after the token: the resumed watch must not skip it silently
+	if err := api.DestroyRegion(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.CreateRegion(ctx, region.Info{Name: "again", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	put("new")
+	r, err := api.Watch(ctx, "again", region.WatchOptions{From: token})
+	if err == nil {
+		evs := next(t, r, 1)
+		r.Close()
+		t.Fatalf("resumed from %s (a token of the destroyed incarnation): got %s, want ErrRegionNotFound", token, describe(evs))
+	}
+	if !errors.Is(err, region.ErrRegionNotFound) {
+		t.Fatalf("resumed from %s: %v, want ErrRegionNotFound", token, err)
+	}
+}

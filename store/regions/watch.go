@@ -126,6 +126,9 @@ type watch struct {
 	gids   []uint64
 	pos    []history.Pos // delivered, by index in gids
 	buffer int
+	// behind is how far behind each group's previous batch was: a watch
+	// past its buffer is slow only if it is not catching up.
+	behind []int
 
 	batches chan groupBatch
 	cancel  context.CancelFunc
@@ -142,6 +145,7 @@ type groupBatch struct {
 func (w *watch) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.batches = cancel, make(chan groupBatch)
+	w.behind = make([]int, len(w.gids))
 	for i, gid := range w.gids {
 		go w.follow(ctx, i, gid, w.pos[i])
 	}
@@ -400,9 +404,14 @@ func (w *watch) take(gb groupBatch) ([]region.Event, error) {
 	case gb.err != nil:
 		return nil, gb.err
 	}
-	if gb.b.Behind > w.buffer {
-		return nil, fmt.Errorf("%w: %d events behind (its buffer holds %d)", region.ErrSlowConsumer, gb.b.Behind, w.buffer)
+	// A burst (a put-all, the events missed while a client reconnected)
+	// puts a consumer that keeps up past its buffer for a batch or more:
+	// it is slow when it was past it at the group's previous batch too,
+	// and is no nearer now.
+	if b, prev := gb.b.Behind, w.behind[gb.i]; b > w.buffer && prev > w.buffer && b >= prev {
+		return nil, fmt.Errorf("%w: %d events behind and not catching up (its buffer holds %d)", region.ErrSlowConsumer, b, w.buffer)
 	}
+	w.behind[gb.i] = gb.b.Behind
 	var out []region.Event
 	for _, e := range gb.b.Events {
 		w.pos[gb.i] = e.Pos

@@ -243,3 +243,93 @@ func TestWatchResumeAcrossRecreate(t *testing.T) {
 		t.Fatalf("resumed from %s: %v, want ErrRegionNotFound", token, err)
 	}
 }
+
+// TestWatchCatchesUpWithABurst: one write of more entries than a batch
+// (a put-all) leaves a watch more than its buffer behind for a moment,
+// though its consumer keeps up: the watch delivers every event rather
+// than ending as a slow consumer, burst after burst, and so does one
+// resumed from before the bursts (which would otherwise be refused again
+// at every resume, until the bursts left the history and the token was
+// gone).
+func TestWatchCatchesUpWithABurst(t *testing.T) {
+	_, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := api.CreateRegion(ctx, region.Info{Name: "burst", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	const buffer, n = 10, 3 * batchEvents
+	w, err := api.Watch(ctx, "burst", region.WatchOptions{Buffer: buffer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	token := w.Token()
+	for burst := 1; burst <= 2; burst++ {
+		putBurst(t, api, "burst", burst, n)
+		if got := len(next(t, w, n)); got != n {
+			t.Errorf("events of burst %d = %d, want %d", burst, got, n)
+		}
+	}
+	r, err := api.Watch(ctx, "burst", region.WatchOptions{From: token, Buffer: buffer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := len(next(t, r, 2*n)); got != 2*n {
+		t.Errorf("events of the bursts, resumed from before them = %d, want %d", got, 2*n)
+	}
+}
+
+// TestWatchSlowConsumer: a watch that falls behind by more than its
+// buffer, and further behind from one batch to the next because the
+// writes outpace its consumer, ends with ErrSlowConsumer; its token
+// resumes exactly after the last event delivered.
+func TestWatchSlowConsumer(t *testing.T) {
+	_, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := api.CreateRegion(ctx, region.Info{Name: "slow", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	const buffer, n = 10, 3 * batchEvents
+	w, err := api.Watch(ctx, "slow", region.WatchOptions{Buffer: buffer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	putBurst(t, api, "slow", 1, n)
+	got := len(next(t, w, 1)) // the first batch: past the buffer, once
+	putBurst(t, api, "slow", 2, n)
+	putBurst(t, api, "slow", 3, n)
+	for {
+		evs, err := w.Next(ctxT(t, 10*time.Second))
+		if errors.Is(err, region.ErrSlowConsumer) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next after %d events: %v, want ErrSlowConsumer", got, err)
+		}
+		if got += len(evs); got >= 3*n {
+			t.Fatalf("got all %d events, want ErrSlowConsumer before the end", got)
+		}
+	}
+	r, err := api.Watch(ctx, "slow", region.WatchOptions{From: w.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if rest := len(next(t, r, 3*n-got)); got+rest != 3*n {
+		t.Errorf("events before the error %d + after its token %d = %d, want %d", got, rest, got+rest, 3*n)
+	}
+}
+
+// putBurst writes n entries in one command (a put-all).
+func putBurst(t *testing.T, api *API, name string, burst, n int) {
+	t.Helper()
+	entries := make([]region.Entry, n)
+	for i := range entries {
+		entries[i] = region.Entry{Key: fmt.Sprintf("b%d-%04d", burst, i), Value: json.RawMessage(`{}`)}
+	}
+	if err := api.Put(ctxT(t, 10*time.Second), name, entries, region.TTL{}); err != nil {
+		t.Fatal(err)
+	}
+}

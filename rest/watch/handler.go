@@ -251,8 +251,10 @@ func (h *Handler) stream(ctx context.Context, out *sse, f *filter, wt region.Wat
 	for {
 		nctx, cancel := context.WithTimeout(ctx, h.cfg.KeepAlive)
 		batch, err := wt.Next(nctx)
+		// The keep-alive's own deadline, not a failure wrapping a timeout.
+		silent := errors.Is(nctx.Err(), context.DeadlineExceeded)
 		cancel()
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		if err != nil && ctx.Err() == nil && silent && errors.Is(err, context.DeadlineExceeded) {
 			err = out.keepAlive(wt.Token()) // nothing happened for KeepAlive
 		} else if err != nil {
 			h.finish(ctx, out, wt.Token(), err)

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -664,5 +665,30 @@ func TestStoreShuttingDown(t *testing.T) {
 	waitfor.Cond(t, 5*time.Second, "the watch closed as shutdown", func() bool {
 		_, _, reasons := hs.obs.counts()
 		return reasons[ReasonShutdown] == 1
+	})
+}
+
+// TestWatchFailureThatIsATimeout: a watch that fails with an error
+// wrapping context.DeadlineExceeded of its own (a read of a group that
+// timed out), before the keep-alive is due, ends the stream with an error
+// event: it is not mistaken for the keep-alive's deadline, after which
+// the stream would carry keep-alives for ever over a watch that delivers
+// nothing any more.
+func TestWatchFailureThatIsATimeout(t *testing.T) {
+	hs := newHarness(t, Config{KeepAlive: time.Minute})
+	c := hs.watch(t, q("region", "orders"))
+	c.next(t)
+	w := <-hs.src.watches
+	w.fail(fmt.Errorf("read of group 1: %w", context.DeadlineExceeded))
+	b := c.next(t)
+	if b.Type != "error" {
+		t.Fatalf("got event %q, comments %q; want an error event", b.Type, b.Comments)
+	}
+	if d := b.doc(t); d["token"] != "t0" {
+		t.Errorf("got token %v, want t0", d["token"])
+	}
+	waitfor.Cond(t, 5*time.Second, "the watch closed as failed", func() bool {
+		_, _, reasons := hs.obs.counts()
+		return reasons[ReasonError] == 1
 	})
 }

@@ -1,6 +1,7 @@
 package regions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,8 +67,10 @@ type watchResp struct {
 }
 
 // Watch opens a watch of region name's changes on this member (see
-// region.Watch). Errors: region.ErrRegionNotFound, region.ErrInvalid (a
-// token that is not one of this region's), *region.GoneError.
+// region.Watch). Errors: region.ErrRegionNotFound (also for a replicated
+// region's token from before the name was destroyed and created again),
+// region.ErrInvalid (a token that is not one of this region's),
+// *region.GoneError.
 func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) (region.Watch, error) {
 	ref, err := r.parts.Resolve(ctx, name, region.Linearizable)
 	if err != nil {
@@ -89,6 +92,12 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 	case opts.From != "":
 		if w.pos, err = parseToken(opts.From, gids); err != nil {
 			return nil, err
+		}
+		// A replicated region's id is the group 0 index that created it:
+		// a position before it belongs to an older incarnation of the
+		// name, whose events the watch would skip (they carry its id).
+		if ref.Kind == region.Replicate && w.pos[0].Less(history.Pos{Index: ref.ID + 1}) {
+			return nil, fmt.Errorf("region %q was destroyed and created again after resume token %q: watch it afresh: %w", name, opts.From, region.ErrRegionNotFound)
 		}
 		if err := w.checkHistory(ctx, opts.From); err != nil {
 			return nil, err
@@ -117,6 +126,9 @@ type watch struct {
 	gids   []uint64
 	pos    []history.Pos // delivered, by index in gids
 	buffer int
+	// behind is how far behind each group's previous batch was: a watch
+	// past its buffer is slow only if it is not catching up.
+	behind []int
 
 	batches chan groupBatch
 	cancel  context.CancelFunc
@@ -133,6 +145,7 @@ type groupBatch struct {
 func (w *watch) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.batches = cancel, make(chan groupBatch)
+	w.behind = make([]int, len(w.gids))
 	for i, gid := range w.gids {
 		go w.follow(ctx, i, gid, w.pos[i])
 	}
@@ -238,11 +251,23 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 	default:
 		resp = watchResp{Events: b.Events, Next: b.Next, Behind: b.Behind}
 	}
-	out, err := json.Marshal(resp)
+	out, err := encodeAnswer(resp)
 	if err != nil {
 		return nil, fmt.Errorf("encode watch answer: %w", err)
 	}
 	return out, nil
+}
+
+// encodeAnswer is json.Marshal without its HTML escaping, which would
+// turn "<" in a stored value into \u003c: values travel byte for byte.
+func encodeAnswer(resp watchResp) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(resp); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // position is group gid's current position, after everything applied.
@@ -307,7 +332,7 @@ func captureAnswer(f *fsm.FSM, req watchReq) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(resp)
+	out, err := encodeAnswer(resp)
 	if err != nil {
 		return nil, fmt.Errorf("encode the initial results: %w", err)
 	}
@@ -379,9 +404,14 @@ func (w *watch) take(gb groupBatch) ([]region.Event, error) {
 	case gb.err != nil:
 		return nil, gb.err
 	}
-	if gb.b.Behind > w.buffer {
-		return nil, fmt.Errorf("%w: %d events behind (its buffer holds %d)", region.ErrSlowConsumer, gb.b.Behind, w.buffer)
+	// A burst (a put-all, the events missed while a client reconnected)
+	// puts a consumer that keeps up past its buffer for a batch or more:
+	// it is slow when it was past it at the group's previous batch too,
+	// and is no nearer now.
+	if b, prev := gb.b.Behind, w.behind[gb.i]; b > w.buffer && prev > w.buffer && b >= prev {
+		return nil, fmt.Errorf("%w: %d events behind and not catching up (its buffer holds %d)", region.ErrSlowConsumer, b, w.buffer)
 	}
+	w.behind[gb.i] = gb.b.Behind
 	var out []region.Event
 	for _, e := range gb.b.Events {
 		w.pos[gb.i] = e.Pos

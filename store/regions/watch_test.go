@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/expiry"
@@ -151,5 +152,184 @@ func TestWatchExpiry(t *testing.T) {
 	}
 	if n, err := api.Count(context.Background(), region.Stale, "sessions"); err != nil || n != 0 {
 		t.Errorf("count after expiry = %d, %v; want 0", n, err)
+	}
+}
+
+// TestWatchAnswerKeepsValueBytes: the watch RPC (a watch served by a
+// member without a replica of the group) hands over stored values byte
+// for byte, as a local replica does: "<", ">" and "&" are not turned into
+// \u003c escapes, in the events and in the initial entries alike.
+func TestWatchAnswerKeepsValueBytes(t *testing.T) {
+	s, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := api.CreateRegion(ctx, region.Info{Name: "html", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	value := json.RawMessage(`{"a":"<b>&</b>"}`)
+	if err := api.Put(ctx, "html", []region.Entry{{Key: "k", Value: value}}, region.TTL{}); err != nil {
+		t.Fatal(err)
+	}
+	replica := func(region.Consistency) (*fsm.FSM, error) { return s.Router().ControlState() }
+	for _, req := range []watchReq{
+		{Region: "html", Max: batchEvents}, // the events from the start of the history
+		{Region: "html", Capture: true},    // the initial entries
+	} {
+		body, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := api.parts.serveWatch(ctx, replica, body)
+		if err != nil {
+			t.Fatalf("serveWatch(%+v): %v", req, err)
+		}
+		var resp watchResp
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range resp.Events {
+			if e.Key == "k" {
+				got = append(got, string(e.Value))
+			}
+		}
+		for _, e := range resp.Entries {
+			got = append(got, string(e.Value))
+		}
+		if want := []string{string(value)}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("capture=%v: values = %s, want %s", req.Capture, got, want)
+		}
+	}
+}
+
+// TestWatchResumeAcrossRecreate: a token of a replicated region that was
+// destroyed and created again under the same name does not resume on the
+// new incarnation (whose events would follow without a word about the
+// old one's end, and the old one's last events would be skipped): the
+// watch is refused as the region not found.
+func TestWatchResumeAcrossRecreate(t *testing.T) {
+	_, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	put := func(key string) {
+		t.Helper()
+		if err := api.Put(ctx, "again", []region.Entry{{Key: key, Value: json.RawMessage(`{}`)}}, region.TTL{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := api.CreateRegion(ctx, region.Info{Name: "again", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := api.Watch(ctx, "again", region.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("old1")
+	token := next(t, w, 1)[0].Token
+	w.Close()
+	put("old2") // after the token: the resumed watch must not skip it silently
+	if err := api.DestroyRegion(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.CreateRegion(ctx, region.Info{Name: "again", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	put("new")
+	r, err := api.Watch(ctx, "again", region.WatchOptions{From: token})
+	if err == nil {
+		evs := next(t, r, 1)
+		r.Close()
+		t.Fatalf("resumed from %s (a token of the destroyed incarnation): got %s, want ErrRegionNotFound", token, describe(evs))
+	}
+	if !errors.Is(err, region.ErrRegionNotFound) {
+		t.Fatalf("resumed from %s: %v, want ErrRegionNotFound", token, err)
+	}
+}
+
+// TestWatchCatchesUpWithABurst: one write of more entries than a batch
+// (a put-all) leaves a watch more than its buffer behind for a moment,
+// though its consumer keeps up: the watch delivers every event rather
+// than ending as a slow consumer, burst after burst, and so does one
+// resumed from before the bursts (which would otherwise be refused again
+// at every resume, until the bursts left the history and the token was
+// gone).
+func TestWatchCatchesUpWithABurst(t *testing.T) {
+	_, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := api.CreateRegion(ctx, region.Info{Name: "burst", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	const buffer, n = 10, 3 * batchEvents
+	w, err := api.Watch(ctx, "burst", region.WatchOptions{Buffer: buffer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	token := w.Token()
+	for burst := 1; burst <= 2; burst++ {
+		putBurst(t, api, "burst", burst, n)
+		if got := len(next(t, w, n)); got != n {
+			t.Errorf("events of burst %d = %d, want %d", burst, got, n)
+		}
+	}
+	r, err := api.Watch(ctx, "burst", region.WatchOptions{From: token, Buffer: buffer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := len(next(t, r, 2*n)); got != 2*n {
+		t.Errorf("events of the bursts, resumed from before them = %d, want %d", got, 2*n)
+	}
+}
+
+// TestWatchSlowConsumer: a watch that falls behind by more than its
+// buffer, and further behind from one batch to the next because the
+// writes outpace its consumer, ends with ErrSlowConsumer; its token
+// resumes exactly after the last event delivered.
+func TestWatchSlowConsumer(t *testing.T) {
+	_, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := api.CreateRegion(ctx, region.Info{Name: "slow", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	const buffer, n = 10, 3 * batchEvents
+	w, err := api.Watch(ctx, "slow", region.WatchOptions{Buffer: buffer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	putBurst(t, api, "slow", 1, n)
+	got := len(next(t, w, 1)) // the first batch: past the buffer, once
+	putBurst(t, api, "slow", 2, n)
+	putBurst(t, api, "slow", 3, n)
+	for {
+		evs, err := w.Next(ctxT(t, 10*time.Second))
+		if errors.Is(err, region.ErrSlowConsumer) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next after %d events: %v, want ErrSlowConsumer", got, err)
+		}
+		if got += len(evs); got >= 3*n {
+			t.Fatalf("got all %d events, want ErrSlowConsumer before the end", got)
+		}
+	}
+	r, err := api.Watch(ctx, "slow", region.WatchOptions{From: w.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if rest := len(next(t, r, 3*n-got)); got+rest != 3*n {
+		t.Errorf("events before the error %d + after its token %d = %d, want %d", got, rest, got+rest, 3*n)
+	}
+}
+
+// putBurst writes n entries in one command (a put-all).
+func putBurst(t *testing.T, api *API, name string, burst, n int) {
+	t.Helper()
+	entries := make([]region.Entry, n)
+	for i := range entries {
+		entries[i] = region.Entry{Key: fmt.Sprintf("b%d-%04d", burst, i), Value: json.RawMessage(`{}`)}
+	}
+	if err := api.Put(ctxT(t, 10*time.Second), name, entries, region.TTL{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -37,14 +37,13 @@ func ttlOf(f *FSM, name string) (uint64, error) {
 	return r.ttl, nil
 }
 
-// capture is a watch's start: the entries of a Freeze, as its log cursor
-// reads them, and its position.
+// capture is a watch's start: the entries of a Freeze and its position.
 func capture(f *FSM, name string, id uint64, fn func(key string, value json.RawMessage) error) (history.Pos, error) {
 	z, err := f.Freeze(name, id)
 	if err != nil {
 		return history.Pos{}, err
 	}
-	cur, buf := z.LogCursor(), make([]region.Entry, 64)
+	cur, buf := z.Cursor(), make([]region.Entry, 64)
 	for n := cur.Read(buf); n > 0; n = cur.Read(buf) {
 		for _, e := range buf[:n] {
 			if err := fn(e.Key, e.Value); err != nil {

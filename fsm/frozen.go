@@ -18,10 +18,9 @@ import (
 // position right after the frozen state: a watch's initial results are a
 // Frozen, and its changes start there (no gap, no duplicate).
 type Frozen struct {
-	t      *btree.BTreeG[entry] // nil: an empty region
-	now    uint64               // deadlines not after it are expired (reads)
-	logNow uint64               // the group's clock (the change history's view)
-	pos    history.Pos
+	t   *btree.BTreeG[entry] // nil: an empty region
+	now uint64               // deadlines not after it are expired (reads)
+	pos history.Pos
 }
 
 // Position is the change history's position right after the state.
@@ -38,7 +37,7 @@ func (f *FSM) Freeze(name string, id uint64) (*Frozen, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := &Frozen{now: f.st.readNow(), logNow: f.st.now, pos: history.Pos{Index: f.applied.index.Load() + 1}}
+	z := &Frozen{now: f.st.readNow(), pos: history.Pos{Index: f.applied.index.Load() + 1}}
 	if r != nil {
 		z.t = r.entries.Clone()
 	}
@@ -55,11 +54,6 @@ func (z *Frozen) Len() int {
 
 // Cursor returns a cursor at the first entry.
 func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t, now: z.now} }
-
-// LogCursor hides only what the group's clock expired: a watch's initial
-// results, which agree with the events after them (the log's removal of
-// an entry, or a write over it, comes as an event).
-func (z *Frozen) LogCursor() *Cursor { return &Cursor{t: z.t, now: z.logNow} }
 
 // Cursor reads a Frozen in ascending key order, a batch at a time. Each
 // Read seeks past the last key it returned (O(log n)), so a cursor holds no

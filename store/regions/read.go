@@ -92,7 +92,7 @@ func (pt *Parts) serveRead(_ context.Context, replica func(region.Consistency) (
 	if err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(resp)
+	out, err := encodeAnswer(resp) // stored values byte for byte: no HTML escaping
 	if err != nil {
 		return nil, fmt.Errorf("encode read answer: %w", err)
 	}

@@ -260,7 +260,7 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 
 // encodeAnswer is json.Marshal without its HTML escaping, which would
 // turn "<" in a stored value into \u003c: values travel byte for byte.
-func encodeAnswer(resp watchResp) ([]byte, error) {
+func encodeAnswer(resp any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -341,7 +341,7 @@ func captureAnswer(f *fsm.FSM, req watchReq) ([]byte, error) {
 
 // sendFrozen calls fn with every entry of z, in key order.
 func sendFrozen(z *fsm.Frozen, fn func(string, json.RawMessage) error) error {
-	cur, buf := z.LogCursor(), make([]region.Entry, 256)
+	cur, buf := z.Cursor(), make([]region.Entry, 256)
 	for n := cur.Read(buf); n > 0; n = cur.Read(buf) {
 		for _, e := range buf[:n] {
 			if err := fn(e.Key, e.Value); err != nil {

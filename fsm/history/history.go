@@ -197,9 +197,21 @@ func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batc
 			return Batch{}, &GoneError{Asked: after, Oldest: l.floor}
 		}
 		b := Batch{Next: after}
-		i := l.search(after)
-		for ; i < l.n && len(b.Events) < max; i++ {
-			e := l.at(i)
+		first := l.search(after)
+		// Find the window first and copy it into one exact allocation:
+		// every watcher of the group reads each event, so growing the
+		// slice event by event was a large share of a busy member's work.
+		i, matched := first, 0
+		for ; i < l.n && matched < max; i++ {
+			if l.at(i).Region == name {
+				matched++
+			}
+		}
+		if matched > 0 {
+			b.Events = make([]Event, 0, matched)
+		}
+		for j := first; j < i; j++ {
+			e := l.at(j)
 			b.Next = e.Pos
 			if e.Region == name {
 				b.Events = append(b.Events, *e)

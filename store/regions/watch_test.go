@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/expiry"
 )
@@ -151,5 +153,47 @@ func TestWatchExpiry(t *testing.T) {
 	}
 	if n, err := api.Count(context.Background(), region.Stale, "sessions"); err != nil || n != 0 {
 		t.Errorf("count after expiry = %d, %v; want 0", n, err)
+	}
+}
+
+// TestTokenRoundTrip: a token names every group's position, and reads back
+// as the positions it was made of, short (a replicated region's) or long
+// (many partition groups, past formatToken's stack buffer).
+func TestTokenRoundTrip(t *testing.T) {
+	cases := []struct {
+		gids []uint64
+		pos  []history.Pos
+		want string
+	}{
+		{[]uint64{0}, []history.Pos{{Index: 1234, N: 2}}, "0:1234.2"},
+		{[]uint64{0}, []history.Pos{{Index: math.MaxUint64, N: math.MaxUint32}}, "0:18446744073709551615.4294967295"},
+		{AllGroups(3), []history.Pos{{Index: 120, N: 3}, {Index: 98}, {Index: 7, N: 1}}, "1:120.3,2:98.0,3:7.1"},
+	}
+	many := AllGroups(16)
+	manyPos := make([]history.Pos, len(many))
+	var parts []string
+	for i := range manyPos {
+		manyPos[i] = history.Pos{Index: 1_000_000_000 + uint64(i), N: uint32(i)}
+		parts = append(parts, fmt.Sprintf("%d:%d.%d", many[i], manyPos[i].Index, manyPos[i].N))
+	}
+	cases = append(cases, struct {
+		gids []uint64
+		pos  []history.Pos
+		want string
+	}{many, manyPos, strings.Join(parts, ",")})
+	for _, c := range cases {
+		got := formatToken(c.gids, c.pos)
+		if got != c.want {
+			t.Errorf("formatToken(%v, %v) = %q, want %q", c.gids, c.pos, got, c.want)
+			continue
+		}
+		back, err := parseToken(got, c.gids)
+		if err != nil {
+			t.Errorf("parseToken(%q): %v", got, err)
+			continue
+		}
+		if fmt.Sprint(back) != fmt.Sprint(c.pos) {
+			t.Errorf("parseToken(%q) = %v, want %v", got, back, c.pos)
+		}
 	}
 }

@@ -189,6 +189,13 @@ type Batch struct {
 // stopped (the error given to Stop). A position older than the history kept is a
 // *GoneError.
 func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batch, error) {
+	return l.EventsInto(ctx, nil, name, after, max)
+}
+
+// EventsInto is Events returning the events in buf's storage when they
+// fit (a reader that is done with its last batch passes it back), so that
+// a reader of a busy group does not allocate a batch each time.
+func (l *Log) EventsInto(ctx context.Context, buf []Event, name string, after Pos, max int) (Batch, error) {
 	max = ensurePositive(max)
 	for {
 		l.mu.RLock()
@@ -207,8 +214,11 @@ func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batc
 				matched++
 			}
 		}
-		if matched > 0 {
+		switch {
+		case matched > cap(buf):
 			b.Events = make([]Event, 0, matched)
+		case matched > 0:
+			b.Events = buf[:0]
 		}
 		for j := first; j < i; j++ {
 			e := l.at(j)

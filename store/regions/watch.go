@@ -121,8 +121,10 @@ type watch struct {
 	pos    []history.Pos // delivered, by index in gids
 	buffer int
 
-	// lease bounds nextDirect's waits (one group).
+	// lease bounds nextDirect's waits, and buf holds its batches, reused
+	// (one group).
 	lease *waitLease
+	buf   []history.Event
 
 	// With readers (several groups):
 	batches chan groupBatch
@@ -159,7 +161,7 @@ func (w *watch) follow(ctx context.Context, i int, gid uint64, after history.Pos
 	defer lease.stop()
 	for {
 		req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: remoteWait.Milliseconds()}
-		b, err := w.api.visitEvents(ctx, gid, req, lease)
+		b, err := w.api.visitEvents(ctx, gid, req, lease, nil)
 		if ctx.Err() != nil {
 			return
 		}
@@ -212,16 +214,17 @@ func (w *watch) read(ctx context.Context, gid uint64, after history.Pos, wait ti
 	req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: wait.Milliseconds()}
 	lease := &waitLease{parent: ctx, wait: wait}
 	defer lease.stop()
-	return w.api.visitEvents(ctx, gid, req, lease)
+	return w.api.visitEvents(ctx, gid, req, lease, nil)
 }
 
 // visitEvents runs req on a replica of group gid, here (waiting as long
-// as lease lets it) or on a member (waiting up to req.WaitMs).
-func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, lease *waitLease) (history.Batch, error) {
+// as lease lets it; the events in buf's storage when they fit) or on a
+// member (waiting up to req.WaitMs).
+func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, lease *waitLease, buf []history.Event) (history.Batch, error) {
 	var b history.Batch
 	err := r.groups.Visit(ctx, gid, region.Stale, "watch", func(f *fsm.FSM) error {
 		var err error
-		b, err = localEvents(ctx, lease.get(), f, req)
+		b, err = localEvents(ctx, lease.get(), f, req, buf)
 		return err
 	}, func(addr string) error {
 		body, err := json.Marshal(req)
@@ -247,11 +250,11 @@ func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, lease *
 
 // localEvents reads a local replica's events for req, waiting until wctx
 // (derived from ctx) ends when there are none yet.
-func localEvents(ctx, wctx context.Context, f *fsm.FSM, req watchReq) (history.Batch, error) {
+func localEvents(ctx, wctx context.Context, f *fsm.FSM, req watchReq, buf []history.Event) (history.Batch, error) {
 	if req.Position {
 		return history.Batch{Next: f.History().Position()}, nil
 	}
-	b, err := f.History().Events(wctx, req.Region, req.After, req.Max)
+	b, err := f.History().EventsInto(wctx, buf, req.Region, req.After, req.Max)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return b, nil // nothing new within wait
 	}
@@ -274,7 +277,7 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 	req.Max = min(max(req.Max, 1), batchEvents)
 	wctx, cancel := context.WithTimeout(ctx, min(time.Duration(req.WaitMs)*time.Millisecond, remoteWait))
 	defer cancel()
-	b, err := localEvents(ctx, wctx, f, req)
+	b, err := localEvents(ctx, wctx, f, req, nil)
 	var gone *history.GoneError
 	var resp watchResp
 	switch {
@@ -294,7 +297,7 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 
 // position is group gid's current position, after everything applied.
 func (w *watch) position(ctx context.Context, gid uint64) (history.Pos, error) {
-	b, err := w.api.visitEvents(ctx, gid, watchReq{Position: true}, &waitLease{parent: ctx})
+	b, err := w.api.visitEvents(ctx, gid, watchReq{Position: true}, &waitLease{parent: ctx}, nil)
 	return b.Next, err
 }
 
@@ -435,7 +438,10 @@ func (w *watch) nextDirect(ctx context.Context) ([]region.Event, error) {
 	for {
 		after := w.pos[0]
 		req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: regionCheck.Milliseconds()}
-		b, err := w.api.visitEvents(ctx, w.gids[0], req, w.lease)
+		b, err := w.api.visitEvents(ctx, w.gids[0], req, w.lease, w.buf)
+		if cap(b.Events) > cap(w.buf) && cap(b.Events) <= batchEvents {
+			w.buf = b.Events[:0]
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -446,7 +452,9 @@ func (w *watch) nextDirect(ctx context.Context) ([]region.Event, error) {
 			}
 			continue
 		}
-		if events, err := w.take(groupBatch{b: b, err: err}); err != nil || len(events) > 0 {
+		events, err := w.take(groupBatch{b: b, err: err})
+		clear(b.Events) // the values are the events' now; buf keeps none alive
+		if err != nil || len(events) > 0 {
 			return events, err
 		}
 	}

@@ -30,6 +30,10 @@ const (
 	// batchEvents bounds one read of a group's events (and so the
 	// memory a watch holds: one batch per group).
 	batchEvents = 256
+	// keptBatch bounds the batch storage a watch of one group keeps for
+	// its next read (~120 bytes an event): larger batches, rare, are
+	// allocated each time instead of held by every idle watch.
+	keptBatch = 64
 	// defaultBuffer is how far behind its groups' newest events a watch
 	// may fall when WatchOptions.Buffer is 0.
 	defaultBuffer = 4096
@@ -439,7 +443,7 @@ func (w *watch) nextDirect(ctx context.Context) ([]region.Event, error) {
 		after := w.pos[0]
 		req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: regionCheck.Milliseconds()}
 		b, err := w.api.visitEvents(ctx, w.gids[0], req, w.lease, w.buf)
-		if cap(b.Events) > cap(w.buf) && cap(b.Events) <= batchEvents {
+		if cap(b.Events) > cap(w.buf) && cap(b.Events) <= keptBatch {
 			w.buf = b.Events[:0]
 		}
 		if ctx.Err() != nil {

@@ -197,3 +197,39 @@ func TestTokenRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchNextDeadline: Next on an idle watch of a replicated region
+// returns ctx's error when ctx ends, with the token unchanged, and a later
+// Next (a new ctx, as a stream's next keep-alive period has) gets the
+// write made meanwhile, after which the token moved on.
+func TestWatchNextDeadline(t *testing.T) {
+	_, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := api.CreateRegion(ctx, region.Info{Name: "idle", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := api.Watch(ctx, "idle", region.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	before := w.Token()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if evs, err := w.Next(short); !errors.Is(err, context.DeadlineExceeded) || len(evs) != 0 {
+		t.Fatalf("Next on an idle watch: %d events, %v; want none, context.DeadlineExceeded", len(evs), err)
+	}
+	if got := w.Token(); got != before {
+		t.Errorf("token after an idle Next = %q, want %q", got, before)
+	}
+	if err := api.Put(ctx, "idle", []region.Entry{{Key: "k", Value: json.RawMessage(`{"v":1}`)}}, region.TTL{}); err != nil {
+		t.Fatal(err)
+	}
+	evs := next(t, w, 1)
+	if got, want := describe(evs), `create k {"v":1}`; got != want {
+		t.Errorf("events after the put = %s, want %s", got, want)
+	}
+	if got := w.Token(); got == before {
+		t.Errorf("token after the event = %q, want one past it (the event's is %q)", got, evs[0].Token)
+	}
+}

@@ -54,11 +54,19 @@ func byKey(evs []region.Event) string {
 // have one replica each (so every member reads two of the three groups
 // through another member), a watch of a partitioned region on every
 // member gets the same initial entries and the same events, and a token
-// taken on one member resumes on every other exactly after it.
+// taken on one member resumes on every other exactly after it. With one
+// partition group, two of the members read the watch's only group (which
+// Next reads itself, without a reader goroutine) through the third.
 func TestWatchOnEveryMember(t *testing.T) {
+	for _, groups := range []int{3, 1} {
+		t.Run(fmt.Sprintf("%d groups", groups), func(t *testing.T) { watchOnEveryMember(t, groups) })
+	}
+}
+
+func watchOnEveryMember(t *testing.T, groups int) {
 	ip := nodetest.New(t)
 	ip.Tune = func(_ string, cfg *node.Config) {
-		cfg.PartitionGroups = 3
+		cfg.PartitionGroups = groups
 		cfg.ReplicationFactor = 1
 	}
 	for _, name := range []string{"a", "b", "c"} {

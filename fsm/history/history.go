@@ -189,6 +189,13 @@ type Batch struct {
 // stopped (the error given to Stop). A position older than the history kept is a
 // *GoneError.
 func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batch, error) {
+	return l.EventsInto(ctx, nil, name, after, max)
+}
+
+// EventsInto is Events returning the events in buf's storage when they
+// fit (a reader that is done with its last batch passes it back), so that
+// a reader of a busy group does not allocate a batch each time.
+func (l *Log) EventsInto(ctx context.Context, buf []Event, name string, after Pos, max int) (Batch, error) {
 	max = ensurePositive(max)
 	for {
 		l.mu.RLock()
@@ -197,9 +204,24 @@ func (l *Log) Events(ctx context.Context, name string, after Pos, max int) (Batc
 			return Batch{}, &GoneError{Asked: after, Oldest: l.floor}
 		}
 		b := Batch{Next: after}
-		i := l.search(after)
-		for ; i < l.n && len(b.Events) < max; i++ {
-			e := l.at(i)
+		first := l.search(after)
+		// Find the window first and copy it into one exact allocation:
+		// every watcher of the group reads each event, so growing the
+		// slice event by event was a large share of a busy member's work.
+		i, matched := first, 0
+		for ; i < l.n && matched < max; i++ {
+			if l.at(i).Region == name {
+				matched++
+			}
+		}
+		switch {
+		case matched > cap(buf):
+			b.Events = make([]Event, 0, matched)
+		case matched > 0:
+			b.Events = buf[:0]
+		}
+		for j := first; j < i; j++ {
+			e := l.at(j)
 			b.Next = e.Pos
 			if e.Region == name {
 				b.Events = append(b.Events, *e)

@@ -247,15 +247,24 @@ func (h *Handler) refuse(w http.ResponseWriter, err error) error {
 }
 
 // stream sends the watch's batches until it ends.
+//
+// Next waits under a deadline a keep-alive after the stream's last write,
+// kept across calls until it passes: Next runs once per batch, and a
+// context.WithTimeout for each was a noticeable share of a busy member's
+// CPU. A deadline that passes after a later write is renewed, not sent.
 func (h *Handler) stream(ctx context.Context, out *sse, f *filter, wt region.Watch) {
+	quiet := &quietDeadline{parent: ctx}
+	defer quiet.stop()
 	for {
-		nctx, cancel := context.WithTimeout(ctx, h.cfg.KeepAlive)
-		batch, err := wt.Next(nctx)
+		qctx := quiet.get(out.lastWrite.Add(h.cfg.KeepAlive))
+		batch, err := wt.Next(qctx)
 		// The keep-alive's own deadline, not a failure wrapping a timeout.
-		silent := errors.Is(nctx.Err(), context.DeadlineExceeded)
-		cancel()
+		silent := errors.Is(qctx.Err(), context.DeadlineExceeded)
 		if err != nil && ctx.Err() == nil && silent && errors.Is(err, context.DeadlineExceeded) {
-			err = out.keepAlive(wt.Token()) // nothing happened for KeepAlive
+			if time.Since(out.lastWrite) < h.cfg.KeepAlive {
+				continue // written since the deadline was set
+			}
+			err = out.keepAlive(wt.Token()) // nothing sent for KeepAlive
 		} else if err != nil {
 			h.finish(ctx, out, wt.Token(), err)
 			return
@@ -277,6 +286,30 @@ func (h *Handler) stream(ctx context.Context, out *sse, f *filter, wt region.Wat
 			h.closed(out, ReasonClient)
 			return
 		}
+	}
+}
+
+// quietDeadline is a context ending at a deadline, reused until it has
+// passed (or its parent ended).
+type quietDeadline struct {
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// get returns the current context, or a new one ending at deadline when
+// the last one is done.
+func (q *quietDeadline) get(deadline time.Time) context.Context {
+	if q.ctx == nil || q.ctx.Err() != nil {
+		q.stop()
+		q.ctx, q.cancel = context.WithDeadline(q.parent, deadline)
+	}
+	return q.ctx
+}
+
+func (q *quietDeadline) stop() {
+	if q.cancel != nil {
+		q.cancel()
 	}
 }
 

@@ -32,6 +32,8 @@ type sse struct {
 	broken error
 	// pending: bytes went to the connection since the last flush.
 	pending bool
+	// flushing: flush has just set the deadline for its writes.
+	flushing bool
 	// lastWrite is when the stream last sent something, for keep-alives.
 	lastWrite time.Time
 	// events counts the change events written since the last take.
@@ -50,7 +52,9 @@ func newSSE(w http.ResponseWriter, regionName string, timeout time.Duration, onS
 type deadlineWriter struct{ s *sse }
 
 func (d deadlineWriter) Write(p []byte) (int, error) {
-	d.s.deadline()
+	if !d.s.flushing {
+		d.s.deadline()
+	}
 	d.s.pending = true
 	n, err := d.s.w.Write(p)
 	if err != nil && d.s.broken == nil {
@@ -180,10 +184,16 @@ func (s *sse) flush() error {
 	if s.bw.Buffered() == 0 && !s.pending {
 		return s.broken
 	}
-	if err := s.bw.Flush(); err != nil {
+	// One deadline for the buffer's last write and the flush that follows
+	// it at once: setting one costs a lock and a timer update, and a flush
+	// is made for every batch of every watcher.
+	s.deadline()
+	s.flushing = true
+	err := s.bw.Flush()
+	s.flushing = false
+	if err != nil {
 		return err
 	}
-	s.deadline()
 	if err := s.rc.Flush(); err != nil {
 		if s.broken == nil {
 			s.broken = err

@@ -31,6 +31,10 @@ const (
 	// batchEvents bounds one read of a group's events (and so the
 	// memory a watch holds: one batch per group).
 	batchEvents = 256
+	// keptBatch bounds the batch storage a watch of one group keeps for
+	// its next read (~120 bytes an event): larger batches, rare, are
+	// allocated each time instead of held by every idle watch.
+	keptBatch = 64
 	// defaultBuffer is how far behind its groups' newest events a watch
 	// may fall when WatchOptions.Buffer is 0.
 	defaultBuffer = 4096
@@ -84,7 +88,7 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 		}
 		gids = AllGroups(p)
 	}
-	w := &watch{api: r, ref: ref, gids: gids, pos: make([]history.Pos, len(gids)), buffer: opts.Buffer}
+	w := &watch{api: r, ref: ref, gids: gids, pos: make([]history.Pos, len(gids)), behind: make([]int, len(gids)), buffer: opts.Buffer}
 	if w.buffer <= 0 {
 		w.buffer = defaultBuffer
 	}
@@ -119,7 +123,10 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 	return w, nil
 }
 
-// watch is one open watch: a reader per group feeding batches to Next.
+// watch is one open watch. A watch of one group (a replicated region)
+// is read by Next itself (nextDirect); a watch of several has a reader
+// per group feeding batches to Next, so that one idle group does not hold
+// up the others.
 type watch struct {
 	api    *API
 	ref    Ref
@@ -130,8 +137,17 @@ type watch struct {
 	// past its buffer is slow only if it is not catching up.
 	behind []int
 
+	// lease bounds nextDirect's waits, and buf holds its batches, reused
+	// (one group).
+	lease *waitLease
+	buf   []history.Event
+
+	// With readers (several groups):
 	batches chan groupBatch
 	cancel  context.CancelFunc
+	// tick paces Next's check that an idle watch's region still exists;
+	// one per watch, not one per Next: Next runs once per batch.
+	tick *time.Ticker
 }
 
 type groupBatch struct {
@@ -140,12 +156,15 @@ type groupBatch struct {
 	err error
 }
 
-// start runs a reader per group. Each holds at most one batch not taken
-// by Next yet, so a watch's memory is bounded whatever its consumer does.
+// start runs a reader per group, when there are several. Each holds at
+// most one batch not taken by Next yet, so a watch's memory is bounded
+// whatever its consumer does.
 func (w *watch) start() {
+	if len(w.gids) == 1 {
+		return // nextDirect
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel, w.batches = cancel, make(chan groupBatch)
-	w.behind = make([]int, len(w.gids))
+	w.cancel, w.batches, w.tick = cancel, make(chan groupBatch), time.NewTicker(regionCheck)
 	for i, gid := range w.gids {
 		go w.follow(ctx, i, gid, w.pos[i])
 	}
@@ -154,8 +173,11 @@ func (w *watch) start() {
 // follow reads group gid's events from after on, until ctx ends or an
 // error (sent to Next) stops it.
 func (w *watch) follow(ctx context.Context, i int, gid uint64, after history.Pos) {
+	lease := &waitLease{parent: ctx, wait: remoteWait}
+	defer lease.stop()
 	for {
-		b, err := w.read(ctx, gid, after, remoteWait)
+		req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: remoteWait.Milliseconds()}
+		b, err := w.api.visitEvents(ctx, gid, req, lease, nil)
 		if ctx.Err() != nil {
 			return
 		}
@@ -174,20 +196,51 @@ func (w *watch) follow(ctx context.Context, i int, gid uint64, after history.Pos
 	}
 }
 
-// read returns group gid's events of the region after a position, from a
-// replica here or on a member, waiting up to wait for some (a local
-// replica waits until ctx ends).
-func (w *watch) read(ctx context.Context, gid uint64, after history.Pos, wait time.Duration) (history.Batch, error) {
-	req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: wait.Milliseconds()}
-	return w.api.visitEvents(ctx, gid, req, wait)
+// waitLease is how long a reader may wait on a local replica: until
+// wait after the lease began, then the reader visits the group again (and
+// notices a replica that moved away) under a new lease. One deadline
+// serves every read until it passes: a context.WithTimeout per read (a
+// reader reads once per batch, about once per applied entry per watcher)
+// was a tenth of a busy member's CPU.
+type waitLease struct {
+	parent context.Context
+	wait   time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
-// visitEvents runs req on a replica of group gid, here or on a member.
-func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, wait time.Duration) (history.Batch, error) {
+// get returns the lease's context, a new one when the last has passed.
+func (l *waitLease) get() context.Context {
+	if l.ctx == nil || l.ctx.Err() != nil {
+		l.stop()
+		l.ctx, l.cancel = context.WithTimeout(l.parent, l.wait)
+	}
+	return l.ctx
+}
+
+func (l *waitLease) stop() {
+	if l != nil && l.cancel != nil {
+		l.cancel()
+	}
+}
+
+// read returns group gid's events of the region after a position, from a
+// replica here or on a member, waiting up to wait for some.
+func (w *watch) read(ctx context.Context, gid uint64, after history.Pos, wait time.Duration) (history.Batch, error) {
+	req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: wait.Milliseconds()}
+	lease := &waitLease{parent: ctx, wait: wait}
+	defer lease.stop()
+	return w.api.visitEvents(ctx, gid, req, lease, nil)
+}
+
+// visitEvents runs req on a replica of group gid, here (waiting as long
+// as lease lets it; the events in buf's storage when they fit) or on a
+// member (waiting up to req.WaitMs).
+func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, lease *waitLease, buf []history.Event) (history.Batch, error) {
 	var b history.Batch
 	err := r.groups.Visit(ctx, gid, region.Stale, "watch", func(f *fsm.FSM) error {
 		var err error
-		b, err = localEvents(ctx, f, req, wait)
+		b, err = localEvents(ctx, lease.get(), f, req, buf)
 		return err
 	}, func(addr string) error {
 		body, err := json.Marshal(req)
@@ -211,15 +264,13 @@ func (r *API) visitEvents(ctx context.Context, gid uint64, req watchReq, wait ti
 	return b, err
 }
 
-// localEvents reads a local replica's events for req, waiting up to wait
-// (0: not at all) when there are none yet.
-func localEvents(ctx context.Context, f *fsm.FSM, req watchReq, wait time.Duration) (history.Batch, error) {
+// localEvents reads a local replica's events for req, waiting until wctx
+// (derived from ctx) ends when there are none yet.
+func localEvents(ctx, wctx context.Context, f *fsm.FSM, req watchReq, buf []history.Event) (history.Batch, error) {
 	if req.Position {
 		return history.Batch{Next: f.History().Position()}, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	b, err := f.History().Events(wctx, req.Region, req.After, req.Max)
+	b, err := f.History().EventsInto(wctx, buf, req.Region, req.After, req.Max)
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return b, nil // nothing new within wait
 	}
@@ -240,7 +291,9 @@ func (pt *Parts) serveWatch(ctx context.Context, replica func(region.Consistency
 		return captureAnswer(f, req)
 	}
 	req.Max = min(max(req.Max, 1), batchEvents)
-	b, err := localEvents(ctx, f, req, min(time.Duration(req.WaitMs)*time.Millisecond, remoteWait))
+	wctx, cancel := context.WithTimeout(ctx, min(time.Duration(req.WaitMs)*time.Millisecond, remoteWait))
+	defer cancel()
+	b, err := localEvents(ctx, wctx, f, req, nil)
 	var gone *history.GoneError
 	var resp watchResp
 	switch {
@@ -272,7 +325,7 @@ func encodeAnswer(resp any) ([]byte, error) {
 
 // position is group gid's current position, after everything applied.
 func (w *watch) position(ctx context.Context, gid uint64) (history.Pos, error) {
-	b, err := w.api.visitEvents(ctx, gid, watchReq{Position: true}, 0)
+	b, err := w.api.visitEvents(ctx, gid, watchReq{Position: true}, &waitLease{parent: ctx}, nil)
 	return b.Next, err
 }
 
@@ -376,20 +429,61 @@ func (w *watch) checkHistory(ctx context.Context, token string) error {
 
 // Next returns the next events (see region.Watch).
 func (w *watch) Next(ctx context.Context) ([]region.Event, error) {
-	tick := time.NewTicker(regionCheck)
-	defer tick.Stop()
+	if w.batches == nil {
+		return w.nextDirect(ctx)
+	}
+	began := time.Now()
 	for {
 		select {
 		case gb := <-w.batches:
 			if events, err := w.take(gb); err != nil || len(events) > 0 {
 				return events, err
 			}
-		case <-tick.C:
+		case <-w.tick.C:
+			if time.Since(began) < regionCheck {
+				continue // a tick from before this call: not idle for long
+			}
 			if err := w.alive(); err != nil {
 				return nil, err
 			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+	}
+}
+
+// nextDirect is Next for a watch of one group: it reads the group itself,
+// waiting at most regionCheck at a time (then it checks that the region
+// still exists). Without a reader goroutine between the group and the
+// stream, a batch costs one goroutine wake-up instead of two; with a
+// thousand watchers of a busy region that was much of a member's CPU. A
+// batch read when ctx ended is not taken: the next call reads it again.
+func (w *watch) nextDirect(ctx context.Context) ([]region.Event, error) {
+	if w.lease == nil || w.lease.parent != ctx {
+		w.lease.stop()
+		w.lease = &waitLease{parent: ctx, wait: regionCheck}
+	}
+	for {
+		after := w.pos[0]
+		req := watchReq{Region: w.ref.Name, ID: w.ref.ID, After: after, Max: batchEvents, WaitMs: regionCheck.Milliseconds()}
+		b, err := w.api.visitEvents(ctx, w.gids[0], req, w.lease, w.buf)
+		if cap(b.Events) > cap(w.buf) && cap(b.Events) <= keptBatch {
+			w.buf = b.Events[:0]
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err == nil && len(b.Events) == 0 && b.Next == after {
+			// Nothing for regionCheck.
+			if err := w.alive(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		events, err := w.take(groupBatch{b: b, err: err})
+		clear(b.Events) // the values are the events' now; buf keeps none alive
+		if err != nil || len(events) > 0 {
+			return events, err
 		}
 	}
 }
@@ -412,7 +506,7 @@ func (w *watch) take(gb groupBatch) ([]region.Event, error) {
 		return nil, fmt.Errorf("%w: %d events behind and not catching up (its buffer holds %d)", region.ErrSlowConsumer, b, w.buffer)
 	}
 	w.behind[gb.i] = gb.b.Behind
-	var out []region.Event
+	out := make([]region.Event, 0, len(gb.b.Events))
 	for _, e := range gb.b.Events {
 		w.pos[gb.i] = e.Pos
 		if e.RegionID != w.ref.ID {
@@ -446,23 +540,32 @@ func (w *watch) alive() error {
 func (w *watch) Token() string { return formatToken(w.gids, w.pos) }
 
 // Close stops the watch's readers.
-func (w *watch) Close() { w.cancel() }
+func (w *watch) Close() {
+	w.lease.stop()
+	if w.cancel != nil {
+		w.cancel()
+		w.tick.Stop()
+	}
+}
 
 // formatToken writes positions as "gid:index.n" per group, comma
 // separated, groups ascending.
+// Every event of every watch gets one, so it is built in a stack buffer
+// and allocated once (a replicated region's fits the buffer).
 func formatToken(gids []uint64, pos []history.Pos) string {
-	var b strings.Builder
+	var buf [64]byte
+	b := buf[:0]
 	for i, gid := range gids {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(strconv.FormatUint(gid, 10))
-		b.WriteByte(':')
-		b.WriteString(strconv.FormatUint(pos[i].Index, 10))
-		b.WriteByte('.')
-		b.WriteString(strconv.FormatUint(uint64(pos[i].N), 10))
+		b = strconv.AppendUint(b, gid, 10)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, pos[i].Index, 10)
+		b = append(b, '.')
+		b = strconv.AppendUint(b, uint64(pos[i].N), 10)
 	}
-	return b.String()
+	return string(b)
 }
 
 // parseToken reads a token of the groups gids.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/expiry"
 )
@@ -331,5 +333,83 @@ func putBurst(t *testing.T, api *API, name string, burst, n int) {
 	}
 	if err := api.Put(ctxT(t, 10*time.Second), name, entries, region.TTL{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTokenRoundTrip: a token names every group's position, and reads back
+// as the positions it was made of, short (a replicated region's) or long
+// (many partition groups, past formatToken's stack buffer).
+func TestTokenRoundTrip(t *testing.T) {
+	cases := []struct {
+		gids []uint64
+		pos  []history.Pos
+		want string
+	}{
+		{[]uint64{0}, []history.Pos{{Index: 1234, N: 2}}, "0:1234.2"},
+		{[]uint64{0}, []history.Pos{{Index: math.MaxUint64, N: math.MaxUint32}}, "0:18446744073709551615.4294967295"},
+		{AllGroups(3), []history.Pos{{Index: 120, N: 3}, {Index: 98}, {Index: 7, N: 1}}, "1:120.3,2:98.0,3:7.1"},
+	}
+	many := AllGroups(16)
+	manyPos := make([]history.Pos, len(many))
+	var parts []string
+	for i := range manyPos {
+		manyPos[i] = history.Pos{Index: 1_000_000_000 + uint64(i), N: uint32(i)}
+		parts = append(parts, fmt.Sprintf("%d:%d.%d", many[i], manyPos[i].Index, manyPos[i].N))
+	}
+	cases = append(cases, struct {
+		gids []uint64
+		pos  []history.Pos
+		want string
+	}{many, manyPos, strings.Join(parts, ",")})
+	for _, c := range cases {
+		got := formatToken(c.gids, c.pos)
+		if got != c.want {
+			t.Errorf("formatToken(%v, %v) = %q, want %q", c.gids, c.pos, got, c.want)
+			continue
+		}
+		back, err := parseToken(got, c.gids)
+		if err != nil {
+			t.Errorf("parseToken(%q): %v", got, err)
+			continue
+		}
+		if fmt.Sprint(back) != fmt.Sprint(c.pos) {
+			t.Errorf("parseToken(%q) = %v, want %v", got, back, c.pos)
+		}
+	}
+}
+
+// TestWatchNextDeadline: Next on an idle watch of a replicated region
+// returns ctx's error when ctx ends, with the token unchanged, and a later
+// Next (a new ctx, as a stream's next keep-alive period has) gets the
+// write made meanwhile, after which the token moved on.
+func TestWatchNextDeadline(t *testing.T) {
+	_, api := soloNode(t)
+	ctx := ctxT(t, 30*time.Second)
+	if err := api.CreateRegion(ctx, region.Info{Name: "idle", Kind: region.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := api.Watch(ctx, "idle", region.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	before := w.Token()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if evs, err := w.Next(short); !errors.Is(err, context.DeadlineExceeded) || len(evs) != 0 {
+		t.Fatalf("Next on an idle watch: %d events, %v; want none, context.DeadlineExceeded", len(evs), err)
+	}
+	if got := w.Token(); got != before {
+		t.Errorf("token after an idle Next = %q, want %q", got, before)
+	}
+	if err := api.Put(ctx, "idle", []region.Entry{{Key: "k", Value: json.RawMessage(`{"v":1}`)}}, region.TTL{}); err != nil {
+		t.Fatal(err)
+	}
+	evs := next(t, w, 1)
+	if got, want := describe(evs), `create k {"v":1}`; got != want {
+		t.Errorf("events after the put = %s, want %s", got, want)
+	}
+	if got := w.Token(); got == before {
+		t.Errorf("token after the event = %q, want one past it (the event's is %q)", got, evs[0].Token)
 	}
 }

@@ -94,15 +94,16 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 	}
 	switch {
 	case opts.From != "":
-		if w.pos, err = parseToken(opts.From, gids); err != nil {
+		id, pos, err := parseToken(opts.From, gids)
+		if err != nil {
 			return nil, err
 		}
-		// A replicated region's id is the group 0 index that created it:
-		// a position before it belongs to an older incarnation of the
-		// name, whose events the watch would skip (they carry its id).
-		if ref.Kind == region.Replicate && w.pos[0].Less(history.Pos{Index: ref.ID + 1}) {
+		if id != ref.ID {
+			// An older incarnation of the name: its events carry its id,
+			// and the watch would skip them all silently.
 			return nil, fmt.Errorf("region %q was destroyed and created again after resume token %q: watch it afresh: %w", name, opts.From, region.ErrRegionNotFound)
 		}
+		w.pos = pos
 		if err := w.checkHistory(ctx, opts.From); err != nil {
 			return nil, err
 		}
@@ -422,7 +423,7 @@ func (w *watch) checkHistory(ctx context.Context, token string) error {
 		}
 	}
 	if gone {
-		return &region.GoneError{Token: token, Oldest: formatToken(w.gids, oldest)}
+		return &region.GoneError{Token: token, Oldest: formatToken(w.ref.ID, w.gids, oldest)}
 	}
 	return nil
 }
@@ -512,7 +513,7 @@ func (w *watch) take(gb groupBatch) ([]region.Event, error) {
 		if e.RegionID != w.ref.ID {
 			continue // another incarnation of the name
 		}
-		out = append(out, region.Event{Type: e.Type, Key: e.Key, Value: e.Value, Old: e.Old, Token: formatToken(w.gids, w.pos)})
+		out = append(out, region.Event{Type: e.Type, Key: e.Key, Value: e.Value, Old: e.Old, Token: formatToken(w.ref.ID, w.gids, w.pos)})
 	}
 	w.pos[gb.i] = gb.b.Next
 	if len(out) == 0 {
@@ -537,7 +538,7 @@ func (w *watch) alive() error {
 }
 
 // Token is the position after every event delivered.
-func (w *watch) Token() string { return formatToken(w.gids, w.pos) }
+func (w *watch) Token() string { return formatToken(w.ref.ID, w.gids, w.pos) }
 
 // Close stops the watch's readers.
 func (w *watch) Close() {
@@ -548,13 +549,15 @@ func (w *watch) Close() {
 	}
 }
 
-// formatToken writes positions as "gid:index.n" per group, comma
-// separated, groups ascending.
+// formatToken writes the region's id, "@", and the positions as
+// "gid:index.n" per group, comma separated, groups ascending: a token
+// of a destroyed incarnation of the name is then told apart.
 // Every event of every watch gets one, so it is built in a stack buffer
 // and allocated once (a replicated region's fits the buffer).
-func formatToken(gids []uint64, pos []history.Pos) string {
+func formatToken(id uint64, gids []uint64, pos []history.Pos) string {
 	var buf [64]byte
-	b := buf[:0]
+	b := strconv.AppendUint(buf[:0], id, 10)
+	b = append(b, '@')
 	for i, gid := range gids {
 		if i > 0 {
 			b = append(b, ',')
@@ -568,14 +571,20 @@ func formatToken(gids []uint64, pos []history.Pos) string {
 	return string(b)
 }
 
-// parseToken reads a token of the groups gids.
-func parseToken(token string, gids []uint64) ([]history.Pos, error) {
+// parseToken reads a token of the groups gids: the region's id and the
+// positions.
+func parseToken(token string, gids []uint64) (uint64, []history.Pos, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("%w: resume token %q is not one of this region's (%s): use an event's id as it was sent", region.ErrInvalid, token, why)
 	}
-	parts := strings.Split(token, ",")
+	idText, positions, ok := strings.Cut(token, "@")
+	id, err := strconv.ParseUint(idText, 10, 64)
+	if !ok || err != nil {
+		return 0, nil, bad("it does not start with the region's id and @")
+	}
+	parts := strings.Split(positions, ",")
 	if len(parts) != len(gids) {
-		return nil, bad(fmt.Sprintf("it names %d groups, the region has %d", len(parts), len(gids)))
+		return 0, nil, bad(fmt.Sprintf("it names %d groups, the region has %d", len(parts), len(gids)))
 	}
 	pos := make([]history.Pos, len(gids))
 	for i, part := range parts {
@@ -585,12 +594,12 @@ func parseToken(token string, gids []uint64) ([]history.Pos, error) {
 		index, err2 := strconv.ParseUint(idx, 10, 64)
 		num, err3 := strconv.ParseUint(n, 10, 32)
 		if !ok1 || !ok2 || err1 != nil || err2 != nil || err3 != nil {
-			return nil, bad(fmt.Sprintf("part %q is not group:index.number", part))
+			return 0, nil, bad(fmt.Sprintf("part %q is not group:index.number", part))
 		}
 		if gid != gids[i] {
-			return nil, bad(fmt.Sprintf("part %d is group %d, not %d", i+1, gid, gids[i]))
+			return 0, nil, bad(fmt.Sprintf("part %d is group %d, not %d", i+1, gid, gids[i]))
 		}
 		pos[i] = history.Pos{Index: index, N: uint32(num)}
 	}
-	return pos, nil
+	return id, pos, nil
 }

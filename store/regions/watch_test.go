@@ -210,17 +210,24 @@ func TestWatchAnswerKeepsValueBytes(t *testing.T) {
 // watch is refused as the region not found.
 func TestWatchResumeAcrossRecreate(t *testing.T) {
 	_, api := soloNode(t)
+	for _, kind := range []region.Kind{region.Replicate, region.Partition} {
+		t.Run(string(kind), func(t *testing.T) { resumeAcrossRecreate(t, api, kind) })
+	}
+}
+
+func resumeAcrossRecreate(t *testing.T, api *API, kind region.Kind) {
 	ctx := ctxT(t, 30*time.Second)
+	name := "again-" + strings.ToLower(string(kind))
 	put := func(key string) {
 		t.Helper()
-		if err := api.Put(ctx, "again", []region.Entry{{Key: key, Value: json.RawMessage(`{}`)}}, region.TTL{}); err != nil {
+		if err := api.Put(ctx, name, []region.Entry{{Key: key, Value: json.RawMessage(`{}`)}}, region.TTL{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := api.CreateRegion(ctx, region.Info{Name: "again", Kind: region.Replicate}); err != nil {
+	if err := api.CreateRegion(ctx, region.Info{Name: name, Kind: kind}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := api.Watch(ctx, "again", region.WatchOptions{})
+	w, err := api.Watch(ctx, name, region.WatchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,14 +235,14 @@ func TestWatchResumeAcrossRecreate(t *testing.T) {
 	token := next(t, w, 1)[0].Token
 	w.Close()
 	put("old2") // after the token: the resumed watch must not skip it silently
-	if err := api.DestroyRegion(ctx, "again"); err != nil {
+	if err := api.DestroyRegion(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if err := api.CreateRegion(ctx, region.Info{Name: "again", Kind: region.Replicate}); err != nil {
+	if err := api.CreateRegion(ctx, region.Info{Name: name, Kind: kind}); err != nil {
 		t.Fatal(err)
 	}
 	put("new")
-	r, err := api.Watch(ctx, "again", region.WatchOptions{From: token})
+	r, err := api.Watch(ctx, name, region.WatchOptions{From: token})
 	if err == nil {
 		evs := next(t, r, 1)
 		r.Close()
@@ -345,9 +352,9 @@ func TestTokenRoundTrip(t *testing.T) {
 		pos  []history.Pos
 		want string
 	}{
-		{[]uint64{0}, []history.Pos{{Index: 1234, N: 2}}, "0:1234.2"},
-		{[]uint64{0}, []history.Pos{{Index: math.MaxUint64, N: math.MaxUint32}}, "0:18446744073709551615.4294967295"},
-		{AllGroups(3), []history.Pos{{Index: 120, N: 3}, {Index: 98}, {Index: 7, N: 1}}, "1:120.3,2:98.0,3:7.1"},
+		{[]uint64{0}, []history.Pos{{Index: 1234, N: 2}}, "17@0:1234.2"},
+		{[]uint64{0}, []history.Pos{{Index: math.MaxUint64, N: math.MaxUint32}}, "17@0:18446744073709551615.4294967295"},
+		{AllGroups(3), []history.Pos{{Index: 120, N: 3}, {Index: 98}, {Index: 7, N: 1}}, "17@1:120.3,2:98.0,3:7.1"},
 	}
 	many := AllGroups(16)
 	manyPos := make([]history.Pos, len(many))
@@ -360,16 +367,16 @@ func TestTokenRoundTrip(t *testing.T) {
 		gids []uint64
 		pos  []history.Pos
 		want string
-	}{many, manyPos, strings.Join(parts, ",")})
+	}{many, manyPos, "17@" + strings.Join(parts, ",")})
 	for _, c := range cases {
-		got := formatToken(c.gids, c.pos)
+		got := formatToken(17, c.gids, c.pos)
 		if got != c.want {
 			t.Errorf("formatToken(%v, %v) = %q, want %q", c.gids, c.pos, got, c.want)
 			continue
 		}
-		back, err := parseToken(got, c.gids)
-		if err != nil {
-			t.Errorf("parseToken(%q): %v", got, err)
+		id, back, err := parseToken(got, c.gids)
+		if err != nil || id != 17 {
+			t.Errorf("parseToken(%q) = region %d, %v; want region 17", got, id, err)
 			continue
 		}
 		if fmt.Sprint(back) != fmt.Sprint(c.pos) {

@@ -491,15 +491,20 @@ func Execute(cfg RunConfig) Report {
 		rep.Elections = after.TermSum() - before.TermSum()
 	}
 
-	for _, rr := range runs {
-		rep.Regions = append(rep.Regions, r.finish(cfg, rr.spec, rr.hist, rr.wl, rr.ledger))
-	}
+	// The watchers' verdicts first (each waits for its watcher to catch
+	// up), then they stop: they must not reconnect over and over to an
+	// idle cluster while the linearizability checks take the CPU.
+	watches := make([]*WatchReport, len(runs))
 	for k, rr := range runs {
 		name := fmt.Sprintf("%s-%s-%s", cfg.Scenario.Name, rr.spec.Name, r.start.Format("20060102T150405"))
-		rep.Regions[k].Watch = r.checkWatch(rr.watch, rr.hist, cfg.ResultsDir, name)
+		watches[k] = r.checkWatch(rr.watch, rr.hist, cfg.ResultsDir, name)
 	}
 	stopWatch()
 	watchWG.Wait()
+	for k, rr := range runs {
+		rep.Regions = append(rep.Regions, r.finish(cfg, rr.spec, rr.hist, rr.wl, rr.ledger))
+		rep.Regions[k].Watch = watches[k]
+	}
 	r.mu.Lock()
 	rep.Faults = r.events
 	rep.Errors = append(rep.Errors, r.errs...)

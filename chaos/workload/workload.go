@@ -163,7 +163,21 @@ func (w *Clients) client(ctx context.Context, c int) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer hc.CloseIdleConnections()
 	id := c
+	// pause grows after each outcome that is unknown, as a real client
+	// backs off from a member that just failed: a member down behind a
+	// proxy that accepts and then drops connections (compose's) would
+	// otherwise turn every attempt of the outage into another write of
+	// unknown outcome, and porcupine's search grows fast with those (a
+	// compose crash-all run left 143, and its check ran out of time).
+	var pause time.Duration
 	for ctx.Err() == nil {
+		if pause > 0 {
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+				return
+			}
+		}
 		in := w.nextInput(rng)
 		// Like a client given every member's address, it moves on to the
 		// next member when one refuses the connection.
@@ -180,8 +194,10 @@ func (w *Clients) client(ctx context.Context, c int) {
 				if op.Output.Unknown {
 					w.Stats.Unknown.Add(1)
 					id += w.Concurrency
+					pause = min(max(2*pause, 50*time.Millisecond), time.Second)
 				} else {
 					w.Stats.Definite.Add(1)
+					pause = 0
 				}
 			}
 		}

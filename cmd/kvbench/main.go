@@ -34,6 +34,7 @@ Examples:
   kvbench --create-region events:PARTITION --workload put --route leader \
           --endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
   kvbench --workload watch --watchers 1000 --rate 1000 --duration 30s -c 64
+  kvbench --workload watch --target etcd --endpoints http://127.0.0.1:23791
 
 Workloads: put (PUT /kv/v1/{region}/{key}, upsert), get (GET, linearizable or
 --consistency stale), put-if-absent (POST ?key=, fresh keys), cas (GET, then
@@ -44,7 +45,8 @@ multi-key PUTs of --batch keys: a bulk load, reported in entries/s), query (GET
 SSE streams of GET /kv/v1/watch on the first endpoint, each live before
 --rate writes/s (default 1000) flow for --duration over --keys keys to every
 endpoint in turn; reports delivery latency, missing events and the watched
-member's memory from its /metrics).
+member's memory from its /metrics; --target etcd measures etcd the same way
+through its v3 JSON gateway, POST /v3/watch and /v3/kv/put, on keys "{region}/...").
 
 Credentials: --user and --password-file (or --password), or KVNODE_USER and
 KVNODE_PASSWORD (KVNODE_PASSWORD_FILE); a flag wins over its variable.
@@ -108,6 +110,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	fs.Int64VarP(&cfg.MaxOps, "ops", "n", cfg.MaxOps, "at most this many operations per point (and per warm-up)")
 	fs.BoolVar(&cfg.Preload, "preload", true, "write every key before the first point (not for put-if-absent)")
 	fs.DurationVar(&cfg.PreloadTimeout, "preload-timeout", cfg.PreloadTimeout, "bound on the preload")
+	fs.StringVar(&watch.Target, "target", watch.Target, "watch: the system measured, kvnode or etcd (its v3 JSON gateway; --region is then a key prefix)")
 	fs.IntVar(&watch.Watchers, "watchers", watch.Watchers, "watch: SSE streams opened on the first endpoint")
 	fs.DurationVar(&watch.ReadyTimeout, "ready-timeout", watch.ReadyTimeout, "watch: bound on the wait for every watcher to be live")
 	fs.DurationVar(&watch.DrainTimeout, "drain-timeout", watch.DrainTimeout, "watch: bound on the wait, after the last write, for every event to arrive")

@@ -162,6 +162,9 @@ func TestWatchWorkload(t *testing.T) {
 	if r := invoke(nil, "--endpoints", url, "--workload", "watch", "--watchers", "0"); r.code != exitUsage || !strings.Contains(r.errOut, "watchers must be in") {
 		t.Errorf("no watcher: exit %d, stderr %q; want %d and \"watchers must be in\"", r.code, r.errOut, exitUsage)
 	}
+	if r := invoke(nil, "--endpoints", url, "--workload", "watch", "--target", "consul"); r.code != exitUsage || !strings.Contains(r.errOut, `target "consul": want kvnode or etcd`) {
+		t.Errorf("an unknown target: exit %d, stderr %q; want %d and the targets known", r.code, r.errOut, exitUsage)
+	}
 	r := invoke(nil, "--endpoints", url, "--workload", "watch", "--watchers", "3", "-d", "200ms", "-q")
 	if r.code != exitFailed || !strings.Contains(r.errOut, "3 of 3 watchers did not start: watch: 404") {
 		t.Errorf("a member without the watch: exit %d, stderr %q; want %d and the 404", r.code, r.errOut, exitFailed)

@@ -37,6 +37,10 @@ const (
 // kvbench.Watch; it preloads nothing.
 type Config struct {
 	kvbench.Config
+	// Target is the system measured: TargetKvnode ("" too) or TargetEtcd
+	// (its JSON gateway; the region is then a key prefix, and
+	// CreateRegion is refused: etcd has no regions to create).
+	Target string
 	// Watchers is the number of SSE streams opened on the member.
 	Watchers int
 	// ReadyTimeout bounds the wait for every watcher's `ready` event.
@@ -52,7 +56,7 @@ type Config struct {
 // Default is a watch run of DefaultWatchers watchers and DefaultRate
 // writes per second on kvbench's default endpoint and region.
 func Default() Config {
-	c := Config{Config: kvbench.Default(), Watchers: DefaultWatchers, ReadyTimeout: DefaultReadyTimeout,
+	c := Config{Config: kvbench.Default(), Target: TargetKvnode, Watchers: DefaultWatchers, ReadyTimeout: DefaultReadyTimeout,
 		DrainTimeout: DefaultDrainTimeout, SampleEvery: DefaultSampleEvery}
 	c.Workload, c.Rate, c.ValueSize, c.Preload = kvbench.Watch, DefaultRate, 0, false
 	return c
@@ -65,6 +69,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Workload != kvbench.Watch {
 		return fmt.Errorf("workload %q: watchbench runs only %q", c.Workload, kvbench.Watch)
+	}
+	switch c.Target {
+	case "", TargetKvnode:
+	case TargetEtcd:
+		if c.CreateRegion != "" {
+			return errors.New("etcd has no regions to create: its keys are prefixed with the region's name")
+		}
+	default:
+		return fmt.Errorf("target %q: want %s or %s", c.Target, TargetKvnode, TargetEtcd)
 	}
 	if c.Watchers < 1 || c.Watchers > MaxWatchers {
 		return fmt.Errorf("watchers must be in 1..%d", MaxWatchers)

@@ -13,6 +13,14 @@
 // credentials, region, keys and rate come from kvbench.Config, whose
 // transport it reuses; kvbench does not import it (cmd/kvbench chooses).
 //
+// What differs between the systems measured is a target: kvnode's SSE
+// watch and PUT, or etcd's v3 JSON gateway (POST /v3/watch on a key
+// prefix, POST /v3/kv/put), so that the project's rule, every
+// performance claim beside etcd on the same machine in the same run, holds
+// for watchers too, without a gRPC dependency. Everything else (the rate,
+// the stamps, the accounting, /metrics, which etcd exposes under the same
+// names) is shared, which is what makes the two numbers comparable.
+//
 // Like kvbench it is a client of the REST API only: it must not import
 // any package of the server, not even region's vocabulary, nor node, nor
 // internal (imports_test.go checks this).

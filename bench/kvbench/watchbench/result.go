@@ -1,6 +1,7 @@
 package watchbench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 type Result struct {
 	Label      string  `json:"label,omitempty"`
 	Workload   string  `json:"workload"` // watch
+	Target     string  `json:"target"`   // kvnode or etcd
 	Region     string  `json:"region"`
 	Watched    string  `json:"watched"` // the member the watchers watch
 	Watchers   int     `json:"watchers"`
@@ -81,7 +83,7 @@ type Result struct {
 
 func describe(cfg *Config) Result {
 	return Result{
-		Label: cfg.Label, Workload: string(kvbench.Watch), Region: cfg.Region, Watched: cfg.Endpoints[0],
+		Label: cfg.Label, Workload: string(kvbench.Watch), Target: cmp.Or(cfg.Target, TargetKvnode), Region: cfg.Region, Watched: cfg.Endpoints[0],
 		Watchers: cfg.Watchers, Endpoints: len(cfg.Endpoints), Writers: cfg.Concurrency[0], TargetRate: cfg.Rate,
 		Keys: cfg.Keys, ValueBytes: len(encodeValue("0123456789abc", 0, time.Now(), cfg.ValueSize)),
 		WriteErrors: map[string]int64{}, Ended: map[string]int{},
@@ -154,8 +156,8 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.Label != "" {
 		label = " [" + r.Label + "]"
 	}
-	fmt.Fprintf(&b, "watch on %s: %s watchers of %s, %s writes/s over %s keys (%d-byte values) by %d writers to %d endpoint(s)%s\n",
-		r.Region, thousands(float64(r.Watchers)), r.Watched, thousands(r.TargetRate), thousands(float64(r.Keys)), r.ValueBytes, r.Writers, r.Endpoints, label)
+	fmt.Fprintf(&b, "watch (%s) on %s: %s watchers of %s, %s writes/s over %s keys (%d-byte values) by %d writers to %d endpoint(s)%s\n",
+		r.Target, r.Region, thousands(float64(r.Watchers)), r.Watched, thousands(r.TargetRate), thousands(float64(r.Keys)), r.ValueBytes, r.Writers, r.Endpoints, label)
 	fmt.Fprintf(&b, "  writes: %.2f s, %s ok, %s failed, %s unsent; ack ms: p50 %.3f  p99 %.3f  max %.3f\n",
 		r.Seconds, thousands(float64(r.WritesOK)), thousands(float64(r.Writes-r.WritesOK)), thousands(float64(r.Unsent)),
 		r.WriteLatency.P50, r.WriteLatency.P99, r.WriteLatency.Max)

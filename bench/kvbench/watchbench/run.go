@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -34,7 +33,11 @@ func Run(ctx context.Context, cfg Config, out kvbench.Output) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
-	r := &runner{cfg: &cfg, out: out, run: strconv.FormatInt(time.Now().UnixNano(), 36), auth: cfg.Authorization(), lat: newLatencies()}
+	tg, err := newTarget(&cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	r := &runner{cfg: &cfg, out: out, run: strconv.FormatInt(time.Now().UnixNano(), 36), auth: cfg.Authorization(), lat: newLatencies(), target: tg}
 	if note, err := raiseFileLimit(uint64(cfg.Watchers + cfg.Concurrency[0] + fileSlack)); err != nil {
 		return Result{}, err
 	} else if note != "" {
@@ -67,6 +70,7 @@ type runner struct {
 	writeHC *http.Client
 	watchHC *http.Client
 	lat     *latencies // the watchers' delivery latencies
+	target  target
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -118,7 +122,7 @@ func (r *runner) measure(ctx context.Context) (Result, error) {
 
 	stopSampling := r.sample(ctx, watched, &res)
 	stopProgress := r.progress(ws)
-	w := writeAll(ctx, cfg, r.writeHC, r.run)
+	w := writeAll(ctx, cfg, r.target, r.writeHC, r.run)
 	acked := w.count(writeOK)
 	drained := r.drain(ctx, ws, acked)
 	stopProgress()
@@ -149,8 +153,7 @@ func (r *runner) measure(ctx context.Context) (Result, error) {
 // against what was asked.
 func (r *runner) startWatchers(ctx context.Context, base string) ([]*watcher, *sync.WaitGroup, error) {
 	cfg := r.cfg
-	s := &watchStream{hc: r.watchHC, url: base + "/kv/v1/watch?region=" + url.QueryEscape(cfg.Region),
-		auth: r.auth, finder: newStampFinder(r.run), lat: r.lat, now: time.Now}
+	s := &watchStream{hc: r.watchHC, target: r.target, base: base, finder: newStampFinder(r.run), lat: r.lat, now: time.Now}
 	n := cfg.writes()
 	ws := make([]*watcher, cfg.Watchers)
 	ready := make(chan error, cfg.Watchers)

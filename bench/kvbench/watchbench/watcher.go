@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
 )
 
-// watcher is one SSE stream on the watched member and its bookkeeping of
+// watcher is one stream on the watched member and its bookkeeping of
 // this run's writes.
 type watcher struct {
 	id int
@@ -44,8 +43,8 @@ func newWatcher(id int, writes int64) *watcher {
 // how, and what to record into.
 type watchStream struct {
 	hc     *http.Client // without a timeout: a stream lasts the run
-	url    string       // the full watch URL
-	auth   string
+	target target
+	base   string // the watched member
 	finder stampFinder
 	lat    *latencies
 	// now is the receive time of an event (time.Now; tests may pin it).
@@ -79,49 +78,11 @@ func (w *watcher) run(ctx context.Context, s *watchStream, ready func(error)) {
 
 // read is run's loop: err is why the stream stopped.
 func (w *watcher) read(ctx context.Context, s *watchStream, ready func()) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", s.url, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if s.auth != "" {
-		req.Header.Set("Authorization", s.auth)
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("watch: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return answerError("watch", resp)
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return fmt.Errorf("watch: 200 with Content-Type %q, want text/event-stream", resp.Header.Get("Content-Type"))
-	}
-	sr := newSSEReader(resp.Body)
-	for {
-		ev, err := sr.next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("%w: the member closed it without an error or end event", errEnded)
-			}
-			return fmt.Errorf("watch stream: %w", err)
+	return s.target.watch(ctx, s.hc, s.base, ready, func(data []byte) {
+		if st, ok := s.finder.find(data); ok {
+			w.received(st, s.now(), s.lat)
 		}
-		switch ev.name {
-		case "ready":
-			ready()
-		case "error", "end":
-			var doc struct {
-				Cause string `json:"cause"`
-			}
-			_ = json.Unmarshal(ev.data, &doc) // the cause is for the report; a body without one still ends the stream
-			return fmt.Errorf("%w: %s event: %s", errEnded, ev.name, doc.Cause)
-		case "create", "update":
-			if st, ok := s.finder.find(ev.data); ok {
-				w.received(st, s.now(), s.lat)
-			}
-		}
-	}
+	})
 }
 
 // received records one write's event, received at now.

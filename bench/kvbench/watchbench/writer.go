@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -42,10 +40,9 @@ type writes struct {
 // its actual send time; the acknowledgement latency is measured from the
 // time the write was due, as kvbench's fixed rate does, so that a stalled
 // member is not hidden.
-func writeAll(ctx context.Context, cfg *Config, hc *http.Client, run string) *writes {
+func writeAll(ctx context.Context, cfg *Config, tg target, hc *http.Client, run string) *writes {
 	n := cfg.writes()
 	w := &writes{outcome: make([]byte, n), hist: hdrhistogram.New(histMin, histMax, histSigDigs), errors: map[string]int64{}}
-	auth := cfg.Authorization()
 	w.start = time.Now()
 	end := w.start.Add(cfg.Duration)
 	var tickets atomic.Int64
@@ -65,8 +62,7 @@ func writeAll(ctx context.Context, cfg *Config, hc *http.Client, run string) *wr
 				}
 				base := cfg.Endpoints[seq%int64(len(cfg.Endpoints))]
 				key := cfg.KeyPrefix + strconv.FormatInt(seq%int64(cfg.Keys), 10)
-				err := put(ctx, hc, auth, base+"/kv/v1/"+url.PathEscape(cfg.Region)+"/"+url.PathEscape(key),
-					encodeValue(run, seq, time.Now(), cfg.ValueSize))
+				err := tg.put(ctx, hc, base, key, encodeValue(run, seq, time.Now(), cfg.ValueSize))
 				w.record(seq, time.Since(due), err)
 			}
 		}()
@@ -97,28 +93,6 @@ func (w *writes) count(o byte) int64 {
 type statusError struct{ status int }
 
 func (e *statusError) Error() string { return fmt.Sprintf("write answered %d", e.status) }
-
-// put sends one upsert and reads its answer whole.
-func put(ctx context.Context, hc *http.Client, auth, u string, v []byte) error {
-	req, err := http.NewRequestWithContext(ctx, "PUT", u, bytes.NewReader(v))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return &statusError{resp.StatusCode}
-	}
-	return err
-}
 
 // errorKind names a failed write as kvbench does: its status code,
 // timeout, or transport when no answer came.

@@ -70,7 +70,7 @@ func runPhase(ctx context.Context, p phase, op func(ctx context.Context, client 
 				var due time.Time
 				if p.rate > 0 {
 					due = sched.at(i)
-					if !due.Before(end) || !sleepUntil(ctx, due) || !time.Now().Before(end) {
+					if !due.Before(end) || !SleepUntil(ctx, due) || !time.Now().Before(end) {
 						return
 					}
 				} else if due = time.Now(); !due.Before(end) {
@@ -107,8 +107,8 @@ type phaseResult struct {
 	unsent int64
 }
 
-// sleepUntil waits until t, or returns false when ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
+// SleepUntil waits until t, or returns false when ctx ends first.
+func SleepUntil(ctx context.Context, t time.Time) bool {
 	d := time.Until(t)
 	if d <= 0 {
 		return ctx.Err() == nil

@@ -17,7 +17,7 @@ func WritePlot(w io.Writer, results []Result) error {
 	r := results[0]
 	mode := "closed loop"
 	if r.Mode == "fixed-rate" {
-		mode = fmt.Sprintf("fixed rate %s ops/s", thousands(r.TargetRate))
+		mode = fmt.Sprintf("fixed rate %s ops/s", Thousands(r.TargetRate))
 	}
 	c := svgplot.Chart{
 		Title:    fmt.Sprintf("kvbench %s on %s (%s)", r.Workload, r.Region, r.RegionType),

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Result is one measured point. Its JSON form (one object per line with
@@ -76,9 +78,12 @@ type OpResult struct {
 	Latency      Latency          `json:"latency_ms"`
 }
 
-func latencyOf(t *tally) Latency {
-	ms := func(us int64) float64 { return math.Round(float64(us)) / 1000 }
-	h := t.hist
+func latencyOf(t *tally) Latency { return LatencyOf(t.hist) }
+
+// LatencyOf summarizes a histogram of microseconds in milliseconds (the
+// watch workload's histograms too).
+func LatencyOf(h *hdrhistogram.Histogram) Latency {
+	ms := func(us int64) float64 { return float64(us) / 1000 }
 	if h.TotalCount() == 0 {
 		return Latency{}
 	}
@@ -156,7 +161,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	mode := "closed loop"
 	if r.Mode == "fixed-rate" {
-		mode = fmt.Sprintf("fixed rate %s ops/s", thousands(r.TargetRate))
+		mode = fmt.Sprintf("fixed rate %s ops/s", Thousands(r.TargetRate))
 	}
 	label := ""
 	if r.Label != "" {
@@ -176,22 +181,22 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "; %d endpoint(s), %s", r.Endpoints, r.Route)
 	if r.Route == string(Leader) {
-		fmt.Fprintf(&b, " (%s of %s requests to the leader)", thousands(float64(r.LeaderRouted)), thousands(float64(r.Ops)))
+		fmt.Fprintf(&b, " (%s of %s requests to the leader)", Thousands(float64(r.LeaderRouted)), Thousands(float64(r.Ops)))
 	}
 	fmt.Fprintf(&b, "\n  %.2f s: %s ok, %s conflicts, %s errors: %s ops/s", r.Seconds,
-		thousands(float64(r.OK)), thousands(float64(r.Conflicts)), thousands(float64(r.Errors)), thousands(r.OpsPerSec))
+		Thousands(float64(r.OK)), Thousands(float64(r.Conflicts)), Thousands(float64(r.Errors)), Thousands(r.OpsPerSec))
 	if r.Batch > 1 {
-		fmt.Fprintf(&b, " (%s entries/s)", thousands(r.EntriesPerSec))
+		fmt.Fprintf(&b, " (%s entries/s)", Thousands(r.EntriesPerSec))
 	}
 	b.WriteString("\n")
 	if r.Unsent > 0 {
-		fmt.Fprintf(&b, "  behind the rate: %s operations due were never sent (too few clients for the latency)\n", thousands(float64(r.Unsent)))
+		fmt.Fprintf(&b, "  behind the rate: %s operations due were never sent (too few clients for the latency)\n", Thousands(float64(r.Unsent)))
 	}
 	writeLatency(&b, "latency", r.Latency)
 	if len(r.ByOp) > 1 {
 		for _, k := range sortedKeys(r.ByOp) {
 			o := r.ByOp[k]
-			writeLatency(&b, fmt.Sprintf("%s (%s ok, %s ops/s)", k, thousands(float64(o.OK)), thousands(o.OpsPerSec)), o.Latency)
+			writeLatency(&b, fmt.Sprintf("%s (%s ok, %s ops/s)", k, Thousands(float64(o.OK)), Thousands(o.OpsPerSec)), o.Latency)
 		}
 	}
 	if len(r.ErrorsByKind) > 0 {
@@ -208,7 +213,7 @@ func (r *Result) WriteText(w io.Writer) error {
 // dataDesc says what the operations touch: the keys, their values and,
 // for a workload that reads, the reads' consistency.
 func (r *Result) dataDesc() string {
-	d := fmt.Sprintf("%s keys %s, %d-byte values", thousands(float64(r.Keys)), r.Distribution, r.ValueBytes)
+	d := fmt.Sprintf("%s keys %s, %d-byte values", Thousands(float64(r.Keys)), r.Distribution, r.ValueBytes)
 	if r.ReadPercent > 0 || r.Workload == string(CAS) {
 		d += fmt.Sprintf(", %s reads", r.Consistency)
 	}
@@ -228,9 +233,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// thousands prints a count or rate with thousands separators, a rate
-// with one decimal below 100.
-func thousands(v float64) string {
+// Thousands prints a count or rate with thousands separators, a rate
+// with one decimal below 100 (the watch workload's summaries too).
+func Thousands(v float64) string {
 	if v < 100 && v != math.Trunc(v) {
 		return fmt.Sprintf("%.1f", v)
 	}

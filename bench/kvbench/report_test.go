@@ -187,8 +187,8 @@ func TestTextSummary(t *testing.T) {
 
 func TestThousands(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 5: "5", 5.25: "5.2", 999: "999", 1000: "1,000", 1234567.8: "1,234,568", 12.5: "12.5"} {
-		if got := thousands(v); got != want {
-			t.Errorf("thousands(%v) = %q, want %q", v, got, want)
+		if got := Thousands(v); got != want {
+			t.Errorf("Thousands(%v) = %q, want %q", v, got, want)
 		}
 	}
 }

@@ -141,7 +141,7 @@ func (b *bench) findLeaders(ctx context.Context) error {
 		if n == 0 {
 			return nil
 		}
-		if !time.Now().Before(deadline) || !sleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
+		if !time.Now().Before(deadline) || !SleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
 			if lm.partitioned {
 				b.logf("leader routing: %d of %d buckets have no leader yet; their keys go round robin until one is elected", n, len(lm.bucketURL))
 			} else {
@@ -237,7 +237,7 @@ func (b *bench) progress(rec *recorder, what string) (stop func()) {
 				rate := float64(n-last) / now.Sub(lastAt).Seconds()
 				last, lastAt = n, now
 				fmt.Fprintf(b.out.Progress, "kvbench: %s %5.0fs %10s ops/s %8d errors\n",
-					what, now.Sub(start).Seconds(), thousands(rate), rec.errs.Load())
+					what, now.Sub(start).Seconds(), Thousands(rate), rec.errs.Load())
 			}
 		}
 	}()

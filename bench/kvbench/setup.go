@@ -49,7 +49,7 @@ func (b *bench) call(ctx context.Context, r request) (answer, error) {
 			}
 			b.logf("waiting up to %v for the cluster (%s %s: %s)", setupWait, r.method, r.path, why)
 		}
-		if !sleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
+		if !SleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
 			if err == nil {
 				err = unexpected(r.method+" "+r.path, a)
 			}
@@ -217,7 +217,7 @@ func preloadRange(ctx context.Context, cfg *Config, t *transport, names keyNamer
 			}
 			return fmt.Errorf("keys %s..%s: %w", keys[0], keys[len(keys)-1], unexpected(r.method+" "+kvPrefix+"/"+cfg.Region+"/...", a))
 		}
-		if !sleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
+		if !SleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
 			return ctx.Err()
 		}
 	}

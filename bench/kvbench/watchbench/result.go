@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/kvnode/kvnode/bench/kvbench"
 )
 
@@ -100,7 +98,7 @@ func (r *Result) account(w *writes, ws []*watcher, drained time.Time) {
 	r.Unsent = int64(math.Ceil(r.TargetRate*w.end.Sub(w.start).Seconds())) - r.Writes
 	r.Unsent = min(max(r.Unsent, 0), w.count(writeUnsent))
 	r.WriteErrors = w.errors
-	r.WriteLatency = latencyOf(w.hist)
+	r.WriteLatency = kvbench.LatencyOf(w.hist)
 	r.Expected = r.WritesOK * int64(len(ws))
 	for _, wa := range ws {
 		missing := int64(0)
@@ -128,17 +126,6 @@ func (r *Result) account(w *writes, ws []*watcher, drained time.Time) {
 	}
 }
 
-func latencyOf(h *hdrhistogram.Histogram) kvbench.Latency {
-	if h.TotalCount() == 0 {
-		return kvbench.Latency{}
-	}
-	ms := func(us int64) float64 { return float64(us) / 1000 }
-	return kvbench.Latency{
-		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
-		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()), Mean: math.Round(h.Mean()) / 1000,
-	}
-}
-
 // WriteJSON writes r as one line of JSON.
 func (r *Result) WriteJSON(w io.Writer) error {
 	b, err := json.Marshal(r)
@@ -157,13 +144,13 @@ func (r *Result) WriteText(w io.Writer) error {
 		label = " [" + r.Label + "]"
 	}
 	fmt.Fprintf(&b, "watch (%s) on %s: %s watchers of %s, %s writes/s over %s keys (%d-byte values) by %d writers to %d endpoint(s)%s\n",
-		r.Target, r.Region, thousands(float64(r.Watchers)), r.Watched, thousands(r.TargetRate), thousands(float64(r.Keys)), r.ValueBytes, r.Writers, r.Endpoints, label)
+		r.Target, r.Region, kvbench.Thousands(float64(r.Watchers)), r.Watched, kvbench.Thousands(r.TargetRate), kvbench.Thousands(float64(r.Keys)), r.ValueBytes, r.Writers, r.Endpoints, label)
 	fmt.Fprintf(&b, "  writes: %.2f s, %s ok, %s failed, %s unsent; ack ms: p50 %.3f  p99 %.3f  max %.3f\n",
-		r.Seconds, thousands(float64(r.WritesOK)), thousands(float64(r.Writes-r.WritesOK)), thousands(float64(r.Unsent)),
+		r.Seconds, kvbench.Thousands(float64(r.WritesOK)), kvbench.Thousands(float64(r.Writes-r.WritesOK)), kvbench.Thousands(float64(r.Unsent)),
 		r.WriteLatency.P50, r.WriteLatency.P99, r.WriteLatency.Max)
 	fmt.Fprintf(&b, "  events: %s delivered of %s expected (%s events/s); missing %s (%d watchers), duplicates %s, of unacknowledged writes %s\n",
-		thousands(float64(r.Delivered)), thousands(float64(r.Expected)), thousands(r.EventsPerSec),
-		thousands(float64(r.Missing)), r.WatchersMissing, thousands(float64(r.Duplicates)), thousands(float64(r.Unacknowledged)))
+		kvbench.Thousands(float64(r.Delivered)), kvbench.Thousands(float64(r.Expected)), kvbench.Thousands(r.EventsPerSec),
+		kvbench.Thousands(float64(r.Missing)), r.WatchersMissing, kvbench.Thousands(float64(r.Duplicates)), kvbench.Thousands(float64(r.Unacknowledged)))
 	l := r.Latency
 	fmt.Fprintf(&b, "  delivery latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f\n", l.P50, l.P90, l.P99, l.P999, l.Max)
 	for _, cause := range sortedKeys(r.Ended) {
@@ -195,20 +182,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// thousands prints a count or rate with thousands separators.
-func thousands(v float64) string {
-	s := fmt.Sprintf("%.0f", math.Abs(v))
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if v < 0 {
-		return "-" + string(out)
-	}
-	return string(out)
 }

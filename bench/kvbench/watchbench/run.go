@@ -130,7 +130,7 @@ func (r *runner) measure(ctx context.Context) (Result, error) {
 	closeWatches()
 	wg.Wait()
 	cpu1, t1 := processCPU(), time.Now()
-	if !sleepUntil(ctx, time.Now().Add(time.Second)) { // let the member notice the closed streams
+	if !kvbench.SleepUntil(ctx, time.Now().Add(time.Second)) { // let the member notice the closed streams
 		return Result{}, ctx.Err()
 	}
 	res.Memory.After = r.memory(ctx, &res)
@@ -143,7 +143,7 @@ func (r *runner) measure(ctx context.Context) (Result, error) {
 		}
 	}
 	res.account(w, ws, drained)
-	res.Latency = latencyOf(r.lat.merged())
+	res.Latency = kvbench.LatencyOf(r.lat.merged())
 	return res, ctx.Err()
 }
 
@@ -222,7 +222,7 @@ func (r *runner) drain(ctx context.Context, ws []*watcher, acked int64) time.Tim
 			r.logf("%d watchers still behind after waiting %v; stopping", behind, r.cfg.DrainTimeout)
 			return now
 		}
-		if !sleepUntil(ctx, now.Add(10*time.Millisecond)) {
+		if !kvbench.SleepUntil(ctx, now.Add(10*time.Millisecond)) {
 			return now
 		}
 	}
@@ -262,7 +262,7 @@ func (r *runner) progress(ws []*watcher) (stop func()) {
 			n += w.distinct.Load()
 		}
 		now := time.Now()
-		r.logf("%4.0fs %14s events/s delivered", now.Sub(start).Seconds(), thousands(float64(n-last)/now.Sub(lastAt).Seconds()))
+		r.logf("%4.0fs %14s events/s delivered", now.Sub(start).Seconds(), kvbench.Thousands(float64(n-last)/now.Sub(lastAt).Seconds()))
 		last, lastAt = n, now
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kvnode/kvnode/bench/kvbench"
 )
 
 // TestStampFinder: a watcher recognises this run's writes in events as
@@ -67,7 +69,7 @@ func TestDeliveryAccounting(t *testing.T) {
 		t.Errorf("has: w2 7 %v, w2 8 %v, w1 99 %v; want false, true, true", w2.has(7), w2.has(8), w1.has(99))
 	}
 	h := lat.merged()
-	l := latencyOf(h)
+	l := kvbench.LatencyOf(h)
 	if h.TotalCount() != 199 || l.P50 < 99 || l.P50 > 101 || l.Max < 999 || l.Max > 1001 {
 		t.Errorf("merged latencies: %d values, p50 %.3f ms, max %.3f ms; want 199, the 100th smallest (~100 ms), 1000 ms", h.TotalCount(), l.P50, l.Max)
 	}

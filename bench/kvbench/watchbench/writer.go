@@ -13,6 +13,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kvnode/kvnode/bench/kvbench"
 )
 
 // Outcome of each write, by sequence number.
@@ -57,7 +59,7 @@ func writeAll(ctx context.Context, cfg *Config, tg target, hc *http.Client, run 
 					return
 				}
 				due := w.start.Add(time.Duration(float64(seq) / cfg.Rate * float64(time.Second)))
-				if !due.Before(end) || !sleepUntil(ctx, due) || !time.Now().Before(end) {
+				if !due.Before(end) || !kvbench.SleepUntil(ctx, due) || !time.Now().Before(end) {
 					return
 				}
 				base := cfg.Endpoints[seq%int64(len(cfg.Endpoints))]
@@ -106,21 +108,5 @@ func errorKind(err error) string {
 		return "timeout"
 	default:
 		return "transport"
-	}
-}
-
-// sleepUntil waits until t, or returns false when ctx ends first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/datadir"
+	"github.com/kvnode/kvnode/store/expiry"
 	"github.com/kvnode/kvnode/store/forward"
 	"github.com/kvnode/kvnode/store/raftgroup"
 	"github.com/kvnode/kvnode/store/reconcile"
@@ -241,7 +242,7 @@ func New(cfg Config) (*Store, error) {
 		m:       map[uint64]*raftgroup.Group{},
 	}
 	s.router.groups = s.groups
-	s.router.view = &tableView{groups: s.groups, members: cfg.Members, self: cfg.NodeName, logger: cfg.Logger}
+	s.router.view = &tableView{groups: s.groups, members: cfg.Members, self: cfg.NodeName, logger: cfg.Logger, formats: expiry.Cached(s.groups.formats, time.Second)}
 	s.reconciler = reconcile.New(reconcile.Config{
 		Self:              cfg.NodeName,
 		Advertise:         cfg.Advertise,

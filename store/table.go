@@ -30,6 +30,8 @@ type tableView struct {
 	logger  *slog.Logger
 	// cache holds the decoded table (see get).
 	cache atomic.Pointer[cachedTable]
+	// formats is the newest replicated format every member reads (cached).
+	formats func() int
 }
 
 // get returns the partition table as this node's copy of group 0 has it,
@@ -111,9 +113,6 @@ func (v *tableView) internalAddrs() map[string]string {
 	}
 	return out
 }
-
-// formats is the newest replicated format every member reads.
-func (v *tableView) formats() int { return cluster.MinFormats(v.members.Members()) }
 
 // errNoTable marks operations on partitioned regions before the partition
 // table exists (the first seconds of a new cluster).

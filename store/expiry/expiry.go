@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
@@ -107,4 +108,22 @@ func Stamp(cmd *codec.Command, formats int, now time.Time) error {
 			cmd.Op, cmd.Region, region.ErrUpgradeInProgress, fsm.Formats, formats)
 	}
 	return nil
+}
+
+// Cached returns a function that answers f's value, computing it at most
+// once per interval: what Stamp needs on every write (the format every
+// member reads, from the whole gossip view) changes only when members do,
+// and a write must not copy and sort the member list.
+func Cached(f func() int, interval time.Duration) func() int {
+	var mu sync.Mutex
+	var at time.Time
+	var v int
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); at.IsZero() || now.Sub(at) >= interval {
+			v, at = f(), now
+		}
+		return v
+	}
 }

@@ -50,3 +50,23 @@ func TestStamp(t *testing.T) {
 		})
 	}
 }
+
+// TestCached: the value is computed once per interval, not per call, and
+// again once the interval has passed.
+func TestCached(t *testing.T) {
+	calls := 0
+	f := Cached(func() int { calls++; return calls }, 50*time.Millisecond)
+	if a, b := f(), f(); a != 1 || b != 1 || calls != 1 {
+		t.Fatalf("two calls in the interval: %d, %d after %d computations; want 1, 1 after 1", a, b, calls)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for f() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the value was never computed again after the interval")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if calls != 2 {
+		t.Errorf("computations after one interval = %d, want 2", calls)
+	}
+}

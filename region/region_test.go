@@ -67,7 +67,7 @@ func TestParseKindRefusesWhatKvnodeCannotHonour(t *testing.T) {
 
 func TestValidateName(t *testing.T) {
 	good := []string{"orders", "a", "Customer_2", "x-y", strings.Repeat("a", MaxRegionNameLen)}
-	bad := []string{"", "__system", "a b", "a/b", "a,b", "queries", "ping", "servers", "functions",
+	bad := []string{"", "__system", "a b", "a/b", "a,b", "queries", "ping", "servers", "functions", "watch",
 		strings.Repeat("a", MaxRegionNameLen+1), "é"}
 	for _, n := range good {
 		if err := ValidateName(n); err != nil {

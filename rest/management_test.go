@@ -27,6 +27,7 @@ func TestManagementRegions(t *testing.T) {
 		{"no type", "POST", "/management/v1/regions", ctJSON, `{"name":"x"}`, fails(400, "region type")},
 		{"bad name", "POST", "/management/v1/regions", ctJSON, `{"name":"a b","type":"REPLICATE"}`, fails(400, "region name")},
 		{"reserved name", "POST", "/management/v1/regions", ctJSON, `{"name":"queries","type":"REPLICATE"}`, fails(400, "reserved")},
+		{"reserved name watch", "POST", "/management/v1/regions", ctJSON, `{"name":"watch","type":"REPLICATE"}`, fails(400, "reserved")},
 		{"no name", "POST", "/management/v1/regions", ctJSON, `{"type":"REPLICATE"}`, fails(400, "empty")},
 		{"unknown field", "POST", "/management/v1/regions", ctJSON, `{"name":"x","type":"REPLICATE","redundancy":1}`, fails(400, "redundancy")},
 		{"malformed", "POST", "/management/v1/regions", ctJSON, `{"name":"x",`, fails(400, "invalid request")},

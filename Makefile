@@ -60,6 +60,7 @@ test-chaos-short: need-docker need-fuse
 
 need-chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$CHROMIUM" ] || { echo "FAILED: no Chromium: the web console is tested in headless Chromium (Debian: apt-get install -y chromium; or set CHROMIUM to a Chrome binary)"; exit 1; }
+	@command -v certutil >/dev/null 2>&1 && command -v pk12util >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1 || { echo "FAILED: certutil, pk12util or openssl is missing: the console is tested with a client certificate in Chromium's NSS database (Debian: apt-get install -y libnss3-tools openssl)"; exit 1; }
 
 need-docker:
 	@docker info >/dev/null 2>&1 || { echo "FAILED: no Docker engine answers 'docker info': the image, the compose cluster and the compose chaos pass cannot be tested here"; exit 1; }

@@ -1,8 +1,10 @@
 // Package auth is kvnode's security model: the security file (users with
 // bcrypt password hashes, roles with permissions), authentication of HTTP
-// Basic credentials, and Geode's permissions RESOURCE:OPERATION[:REGION[:KEY]]
-// with their implication rule. Package rest decides which permission each
-// request needs and asks an Authenticator.
+// Basic credentials or of a client certificate the listener verified
+// (its common name is the user; Basic credentials win), and Geode's
+// permissions RESOURCE:OPERATION[:REGION[:KEY]] with their implication
+// rule. Package rest decides which permission each request needs and asks
+// an Authenticator.
 //
 // bcrypt is slow on purpose (tens of milliseconds), too slow to pay on
 // every request: a password that verified once is remembered as its

@@ -26,6 +26,8 @@ type client struct {
 	// user and password are sent as HTTP Basic credentials when auth is set.
 	user, password string
 	auth           bool
+	// cert is set when a client certificate is offered (--cert).
+	cert bool
 }
 
 // clientOptions configure a client.
@@ -45,7 +47,7 @@ func newClient(o clientOptions) (*client, error) {
 	if len(o.URLs) == 0 {
 		return nil, usagef("no URL of a member: give --url or KVNODE_URL")
 	}
-	c := &client{user: o.User, password: o.Password, auth: o.User != ""}
+	c := &client{user: o.User, password: o.Password, auth: o.User != "", cert: o.TLS != nil && len(o.TLS.Certificates) > 0}
 	for _, raw := range o.URLs {
 		u, err := parseBase(raw, o.TLS != nil)
 		if err != nil {
@@ -181,6 +183,9 @@ func (c *client) send(ctx context.Context, base *url.URL, req request) (*respons
 	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
+		if refused := handshakeRefused(err, c.cert); refused != nil {
+			return nil, refused
+		}
 		var ce *connectError
 		if errors.As(err, &ce) {
 			return nil, ce
@@ -203,7 +208,7 @@ func (c *client) send(ctx context.Context, base *url.URL, req request) (*respons
 			Method: req.Method, Path: req.Path, Status: hresp.StatusCode,
 			Cause: causeOf(data), Body: data, RetryAfter: hresp.Header.Get("Retry-After"),
 		}
-		if e.Status == http.StatusUnauthorized && !c.auth {
+		if e.Status == http.StatusUnauthorized && !c.auth && !c.cert {
 			e.Cause += " (no credentials were sent: give --user with --password-file, or KVNODE_USER and KVNODE_PASSWORD)"
 		}
 		return nil, e

@@ -42,7 +42,7 @@ func (f *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.password, "password", "", "password (env KVNODE_PASSWORD); visible to other users in ps: prefer --password-file or the variable")
 	fs.StringVar(&f.passwordFile, "password-file", "", "file whose first line is the password (env KVNODE_PASSWORD_FILE)")
 	fs.StringVar(&f.cacert, "cacert", "", "PEM file of the CA that signed the members' certificates (env KVNODE_CACERT)")
-	fs.StringVar(&f.cert, "cert", "", "PEM client certificate, with --key (env KVNODE_CERT)")
+	fs.StringVar(&f.cert, "cert", "", "PEM client certificate, with --key: its common name is the user for members with --client-cert-auth (env KVNODE_CERT)")
 	fs.StringVar(&f.key, "key", "", "PEM private key of --cert (env KVNODE_KEY)")
 	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "accept any server certificate (tests only) (env KVNODE_INSECURE_SKIP_VERIFY)")
 	fs.StringVarP(&f.output, "output", "o", "table", "table, or json: the API's answer as it came, for scripts (env KVNODE_OUTPUT)")
@@ -142,8 +142,10 @@ func describeConn() string {
 	return fmt.Sprintf(`
 Connection: --url (default %s) or KVNODE_URL; several URLs
 are tried in turn while a member cannot be reached. Credentials: --user
-and --password-file (or --password), or KVNODE_USER and KVNODE_PASSWORD.
-TLS: --cacert, --cert and --key, --insecure-skip-verify. A flag wins over
-its variable.
+and --password-file (or --password), or KVNODE_USER and KVNODE_PASSWORD;
+or, against members started with --client-cert-auth, a client certificate
+whose common name is the user: --cert and --key (KVNODE_CERT, KVNODE_KEY).
+Basic credentials win when both are given. TLS: --cacert,
+--insecure-skip-verify. A flag wins over its variable.
 `, defaultURL)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -16,7 +17,7 @@ const (
 	ExitBadInput    = 2 // the command line, or a request the API refused as malformed (400, 405, 413, 414, 415)
 	ExitNotFound    = 3 // no such region, key, query, function or index (404)
 	ExitConflict    = 4 // it exists already, or a compare-and-set did not match (409)
-	ExitDenied      = 5 // missing or wrong credentials, a missing permission, too many failed logins (401, 403, 429)
+	ExitDenied      = 5 // missing or wrong credentials, a missing permission, too many failed logins (401, 403, 429), a client certificate refused
 	ExitUnavailable = 6 // no member reachable, no leader (503), or the request timed out
 	ExitGone        = 7 // a watch's resume token is older than the history the cluster keeps (410)
 )
@@ -29,7 +30,8 @@ Exit codes:
   2  bad input: the command line, or a request the API refused (400, 405, 413, 415)
   3  not found: region, key, query, function or index (404)
   4  conflict: it exists already, or the expected value did not match (409)
-  5  denied: missing or wrong credentials, a missing permission (401, 403, 429)
+  5  denied: missing or wrong credentials, a missing permission (401, 403,
+     429), a client certificate refused at the TLS handshake
   6  unavailable: no member reachable, no leader (503), or timed out
   7  gone: a watch's resume token is older than the history kept (410)
 `
@@ -56,6 +58,32 @@ func (e *APIError) Error() string {
 		msg += " (retry after " + e.RetryAfter + "s)"
 	}
 	return msg
+}
+
+// deniedError is a refusal that came before any answer: a member refused
+// the TLS handshake, as one that requires a client certificate
+// (--client-cert-auth) refuses a client without one it accepts.
+type deniedError struct{ err error }
+
+func (e *deniedError) Error() string { return e.err.Error() }
+func (e *deniedError) Unwrap() error { return e.err }
+func (*deniedError) ExitCode() int   { return ExitDenied }
+
+// handshakeRefused is err as a deniedError when it is a TLS alert about
+// this client's certificate that the member sent (under TLS 1.3 a refused
+// client certificate is only heard of when the request is sent), else
+// nil. Nothing reached the API, and every member asks the same, so no
+// other member is tried.
+func handshakeRefused(err error, certSent bool) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "remote error" || !strings.Contains(op.Err.Error(), "certificate") {
+		return nil
+	}
+	hint := "give --cert and --key (or KVNODE_CERT and KVNODE_KEY) of a certificate its client CA signed"
+	if certSent {
+		hint = "the member does not accept the certificate of --cert (another CA's, expired, or not for client use?)"
+	}
+	return &deniedError{fmt.Errorf("the member refused the TLS handshake (%w): %s", err, hint)}
 }
 
 // usageError is a command line the command cannot run.

@@ -124,3 +124,62 @@ func TestCommandsOverTLS(t *testing.T) {
 	}
 	expect(t, kvnode(t, c.env, "", "keys", "orders", "--cacert", filepath.Join(dir, "empty.pem")), cli.ExitBadInput, "")
 }
+
+// TestCommandsWithClientCertificates: against a member whose REST port
+// requires client certificates (--client-cert-auth), --cert and --key (or
+// KVNODE_CERT and KVNODE_KEY) authenticate as the user the certificate's
+// common name names, with that user's permissions; a certificate of no
+// user, and none, exit "denied" with a message that says what to give;
+// Basic credentials, when given too, decide.
+func TestCommandsWithClientCertificates(t *testing.T) {
+	dir := t.TempDir()
+	security := securityFile(t, dir)
+	ca := nodetest.NewCA(t, "cli test CA")
+	caPath := writeFile(t, dir, "ca.pem", string(ca.PEM))
+	c := startCluster(t, 1, "https", func(name string, cfg *node.Config) {
+		cfg.TLSCert, cfg.TLSKey = ca.Issue(t, dir, name)
+		cfg.TLSCA, cfg.ClientCertAuth, cfg.SecurityFile = caPath, true, security
+	})
+	adminCert, adminKey := ca.Issue(t, dir, "admin")
+	viewerCert, viewerKey := ca.Issue(t, dir, "viewer")
+	strangerCert, strangerKey := ca.Issue(t, dir, "stranger")
+	admin := append([]string{"KVNODE_CACERT=" + caPath, "KVNODE_CERT=" + adminCert, "KVNODE_KEY=" + adminKey}, c.env...)
+	waitReady(t, admin)
+
+	expect(t, kvnode(t, admin, "", "region", "create", "orders"), 0, "region orders created\n")
+	expect(t, kvnode(t, admin, "", "put", "orders", "1", `{"a":1}`), 0, "stored orders/1\n")
+	viewer := []string{"--cacert", caPath, "--cert", viewerCert, "--key", viewerKey}
+	expect(t, kvnode(t, c.env, "", append([]string{"get", "orders", "1"}, viewer...)...), 0, "KEY  VALUE\n1    {\"a\":1}\n")
+	r := kvnode(t, c.env, "", append([]string{"delete", "orders", "1"}, viewer...)...)
+	if r.code != cli.ExitDenied || !strings.Contains(r.err, "403") || !strings.Contains(r.err, "user viewer lacks DATA:WRITE") {
+		t.Errorf("the viewer's delete: exit %d (%s), want %d and a 403 naming the user", r.code, r.err, cli.ExitDenied)
+	}
+	// Flags win over the variables: the viewer's certificate over the admin's.
+	r = kvnode(t, admin, "", "delete", "orders", "1", "--cert", viewerCert, "--key", viewerKey)
+	if r.code != cli.ExitDenied {
+		t.Errorf("the viewer's certificate by flag over the admin's by variable: exit %d (%s), want %d", r.code, r.err, cli.ExitDenied)
+	}
+	// Basic credentials decide over the certificate.
+	expect(t, kvnode(t, admin, "", "keys", "orders", "--user", "viewer", "--password", "viewer-pw"), 0, "KEY\n1\n")
+	r = kvnode(t, admin, "", "delete", "orders", "1", "--user", "viewer", "--password", "viewer-pw")
+	if r.code != cli.ExitDenied || !strings.Contains(r.err, "403") {
+		t.Errorf("the admin's certificate with the viewer's password, delete: exit %d (%s), want %d and a 403", r.code, r.err, cli.ExitDenied)
+	}
+
+	r = kvnode(t, c.env, "", "keys", "orders", "--cacert", caPath, "--cert", strangerCert, "--key", strangerKey)
+	if r.code != cli.ExitDenied || !strings.Contains(r.err, "401") || !strings.Contains(r.err, `common name "stranger" is not a user`) || strings.Contains(r.err, "no credentials were sent") {
+		t.Errorf("a certificate of no user: exit %d (%s), want %d and a 401 saying why", r.code, r.err, cli.ExitDenied)
+	}
+	r = kvnode(t, c.env, "", "keys", "orders", "--cacert", caPath, "--user", "viewer", "--password", "viewer-pw")
+	if r.code != cli.ExitDenied || !strings.Contains(r.err, "certificate") || !strings.Contains(r.err, "--cert") {
+		t.Errorf("no certificate: exit %d (%s), want %d and a hint to give --cert and --key", r.code, r.err, cli.ExitDenied)
+	}
+	other := nodetest.NewCA(t, "another CA")
+	otherCert, otherKey := other.Issue(t, t.TempDir(), "admin")
+	r = kvnode(t, c.env, "", "keys", "orders", "--cacert", caPath, "--cert", otherCert, "--key", otherKey)
+	if r.code != cli.ExitDenied || !strings.Contains(r.err, "certificate") {
+		t.Errorf("a certificate of another CA: exit %d (%s), want %d and a certificate refusal", r.code, r.err, cli.ExitDenied)
+	}
+	// Nothing the refused ones tried changed anything.
+	expect(t, kvnode(t, admin, "", "get", "orders", "1"), 0, "KEY  VALUE\n1    {\"a\":1}\n")
+}

@@ -21,6 +21,8 @@ type clusterView struct {
 		Version  string   `json:"version"`
 		Status   string   `json:"status"`
 		Suffrage string   `json:"suffrage"`
+		Identity string   `json:"identity"`
+		Reason   string   `json:"reason"`
 	} `json:"members"`
 }
 
@@ -56,8 +58,10 @@ type statusDoc struct {
 func newStatusCmd(a *app) *cobra.Command {
 	return command("status", "Members, Raft groups and their leaders, regions and their sizes", `
 Show the cluster as the member asked sees it: every member (gossip status,
-Raft suffrage, REST URL), the control group and every partition group with
-its leader, and every region with its number of entries.
+Raft suffrage, REST URL; a member that has not proved its identity over the
+internal port shows as refused or unverified, with the reason below the
+table), the control group and every partition group with its leader, and
+every region with its number of entries.
 
 It reads /management/v1/cluster and /management/v1/partitions (permission
 CLUSTER:MANAGE when security is on), /kv/v1 and a HEAD of each region
@@ -132,15 +136,24 @@ func statusTable(p printer, doc statusDoc) error {
 		orDash(cv.Leader), cv.Term, pv.PartitionGroups, pv.ReplicationFactor)
 
 	t := newTable(p.out, "MEMBER", "STATUS", "SUFFRAGE", "REST URL", "GROUPS", "VERSION")
-	var inControl []string
+	var inControl, refused []string
 	for _, m := range cv.Members {
-		t.row(m.Name, m.Status, m.Suffrage, m.RESTURL, strings.Join(m.Groups, ","), m.Version)
+		suffrage := m.Suffrage
+		if m.Identity == "refused" || m.Identity == "unverified" {
+			// Not proved over the internal port: in no Raft group.
+			suffrage = m.Identity
+			refused = append(refused, fmt.Sprintf("%s is %s: %s", m.Name, m.Identity, m.Reason))
+		}
+		t.row(m.Name, m.Status, suffrage, m.RESTURL, strings.Join(m.Groups, ","), m.Version)
 		if m.Suffrage != "" {
 			inControl = append(inControl, m.Name)
 		}
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	for _, line := range refused {
+		fmt.Fprintln(p.out, line)
 	}
 	fmt.Fprintln(p.out)
 

@@ -119,9 +119,13 @@ func (c *Cluster) Alive() []Member {
 
 // RESTURLs returns the advertised REST URLs of the alive members, sorted.
 // Members that advertise none are skipped.
-func (c *Cluster) RESTURLs() []string {
+func (c *Cluster) RESTURLs() []string { return RESTURLs(c.Alive()) }
+
+// RESTURLs returns the advertised REST URLs of members, sorted; members
+// that advertise none are skipped.
+func RESTURLs(members []Member) []string {
 	var urls []string
-	for _, m := range c.Alive() {
+	for _, m := range members {
 		if m.RESTURL != "" {
 			urls = append(urls, m.RESTURL)
 		}

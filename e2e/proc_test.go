@@ -121,26 +121,31 @@ func startCluster(t *testing.T, spec clusterSpec) *procCluster {
 		p.args = append(p.args, spec.extra...)
 		pc.procs = append(pc.procs, p)
 	}
-	t.Cleanup(func() {
-		for _, p := range pc.procs {
-			pc.kill(p)
-		}
-		if t.Failed() {
-			for _, p := range pc.procs {
-				if data, err := os.ReadFile(p.logPath); err == nil {
-					lines := strings.Split(string(data), "\n")
-					if len(lines) > 60 {
-						lines = lines[len(lines)-60:]
-					}
-					t.Logf("---- last log lines of %s ----\n%s", p.name, strings.Join(lines, "\n"))
-				}
-			}
-		}
-	})
+	t.Cleanup(pc.stopAll)
 	for _, p := range pc.procs {
 		pc.start(p)
 	}
 	return pc
+}
+
+// stopAll kills every process and, when the test failed, logs the last
+// lines each one logged.
+func (pc *procCluster) stopAll() {
+	for _, p := range pc.procs {
+		pc.kill(p)
+	}
+	if !pc.t.Failed() {
+		return
+	}
+	for _, p := range pc.procs {
+		if data, err := os.ReadFile(p.logPath); err == nil {
+			lines := strings.Split(string(data), "\n")
+			if len(lines) > 60 {
+				lines = lines[len(lines)-60:]
+			}
+			pc.t.Logf("---- last log lines of %s ----\n%s", p.name, strings.Join(lines, "\n"))
+		}
+	}
 }
 
 // start launches p (again, after a kill) with the same arguments and data.

@@ -13,25 +13,29 @@ import (
 	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
+// hashPassword is the bcrypt hash kvnode hash-password makes of pw.
+func hashPassword(t *testing.T, bin, pw string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "hash-password")
+	cmd.Stdin = strings.NewReader(pw + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kvnode hash-password: %v", err)
+	}
+	h := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(h, "$2") {
+		t.Fatalf("hash-password printed %q, want a bcrypt hash", h)
+	}
+	return h
+}
+
 // TestSecurityFileReloadOnSIGHUP: a real process started with a security
 // file takes a changed file on SIGHUP, without a restart; a broken file
 // on SIGHUP leaves the loaded one in force; a broken file at start is
 // refused with a clear message; kvnode hash-password makes the hashes.
 func TestSecurityFileReloadOnSIGHUP(t *testing.T) {
 	bin := kvnodeBinary(t)
-	hash := func(pw string) string {
-		cmd := exec.Command(bin, "hash-password")
-		cmd.Stdin = strings.NewReader(pw + "\n")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("kvnode hash-password: %v", err)
-		}
-		h := strings.TrimSpace(string(out))
-		if !strings.HasPrefix(h, "$2") {
-			t.Fatalf("hash-password printed %q, want a bcrypt hash", h)
-		}
-		return h
-	}
+	hash := func(pw string) string { return hashPassword(t, bin, pw) }
 	dir := t.TempDir()
 	file := filepath.Join(dir, "security.json")
 	write := func(body string) {

@@ -27,21 +27,23 @@ func newHandlers() *handlers {
 	return &handlers{
 		codec.OpCreateRegion:  (*state).createRegion,
 		codec.OpDestroyRegion: (*state).destroyRegion,
-		codec.OpPut:           (*state).put,
-		codec.OpPutIfAbsent:   (*state).putIfAbsent,
-		codec.OpReplace:       (*state).replace,
-		codec.OpCAS:           (*state).cas,
-		codec.OpDelete:        (*state).delete,
+		codec.OpPut:           gated((*state).put),
+		codec.OpPutIfAbsent:   gated((*state).putIfAbsent),
+		codec.OpReplace:       gated((*state).replace),
+		codec.OpCAS:           gated((*state).cas),
+		codec.OpDelete:        gated((*state).delete),
 		codec.OpClear:         (*state).clear,
 		codec.OpClearPart:     (*state).clearPart,
-		codec.OpDeleteIf:      (*state).deleteIf,
+		codec.OpDeleteIf:      gated((*state).deleteIf),
 		codec.OpSetMeta:       (*state).setMeta,
 		codec.OpBatch:         nil, // FSM.applyBatchCommand
 		codec.OpStage:         (*state).stageChunk,
 		codec.OpCommitStaged:  nil, // FSM.commitStaged
 		codec.OpDropStaged:    (*state).dropStaged,
 		codec.OpAlterRegion:   (*state).alterRegion,
-		codec.OpExpire:        (*state).expire,
+		codec.OpExpire:        gated((*state).expire),
+		codec.OpBucket:        applyBucket,
+		codec.OpBucketImport:  applyBucketImport,
 	}
 }
 

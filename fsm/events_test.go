@@ -201,8 +201,8 @@ func TestEventsOfBatchAndStagedCommands(t *testing.T) {
 		t.Errorf("batch, region other: events %q, want the create at 4.3", got)
 	}
 
-	cmd, v := bigPut("r", "big", StageChunkBytes+10)
-	staged := StageCommand(9, cmd.Encode(nil))
+	cmd, v := bigPut("r", "big", codec.StageChunkBytes+10)
+	staged := codec.StageCommand(9, cmd.Encode(nil))
 	before = n.f.History().Position()
 	n.applyRaw(staged[:len(staged)-1]...)
 	if got := eventsAfter(t, n.f, "r", before, 100); len(got) != 0 {

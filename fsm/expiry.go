@@ -125,8 +125,10 @@ func (f *FSM) Due(max int) []DueKeys {
 			if x.at > now || max <= 0 {
 				return false
 			}
-			d.Keys = append(d.Keys, x.key)
-			max--
+			if d.RegionID == 0 || f.st.own.owns(x.key) { // a bucket moving out or in is not ours to expire
+				d.Keys = append(d.Keys, x.key)
+				max--
+			}
 			return true
 		})
 		if len(d.Keys) > 0 {

@@ -159,7 +159,7 @@ func TestWritesOverExpiredEntries(t *testing.T) {
 // clock passes its deadline, before any expire command.
 func TestReadsHideExpiredEntries(t *testing.T) {
 	n, clk := newTimedNode(t, 0)
-	n.f.SetIndexes(1, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"cust"}}}})
+	n.f.Indexes().Set(1, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"cust"}}}})
 	n.create("r", region.Replicate)
 	n.must(putAt("r", 1_000, 500, "a", `{"cust":1}`))
 	n.must(putAt("r", 1_000, 0, "b", `{"cust":1}`))
@@ -416,7 +416,7 @@ func rawState(f *FSM) string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "now=%d lastKey=%d applied=%d floor=%v\n", f.st.now, f.st.lastKey, f.applied.index.Load(), f.History().Floor())
+	fmt.Fprintf(&b, "now=%d lastKey=%d applied=%d floor=%v\n", f.st.now, f.st.lastKey, f.applied.Load(), f.History().Floor())
 	names := make([]string, 0, len(f.st.regions))
 	for name := range f.st.regions {
 		names = append(names, name)
@@ -527,9 +527,9 @@ func TestTimeOfBatchAndStagedCommands(t *testing.T) {
 	checkDue(t, n.f, 10, nil)
 	clk.set(5_200)
 	checkDue(t, n.f, 10, []DueKeys{{Region: "r", Keys: []string{"a", "b"}}})
-	cmd, _ := bigPut("r", "big", StageChunkBytes+10)
+	cmd, _ := bigPut("r", "big", codec.StageChunkBytes+10)
 	cmd.Now, cmd.TTL = 9_000, 100
-	if res := n.applyRaw(StageCommand(1, cmd.Encode(nil))...); res.Err != nil {
+	if res := n.applyRaw(codec.StageCommand(1, cmd.Encode(nil))...); res.Err != nil {
 		t.Fatalf("staged put: %v", res.Err)
 	}
 	clk.set(0)

@@ -37,7 +37,7 @@ func (f *FSM) Freeze(name string, id uint64) (*Frozen, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := &Frozen{now: f.st.readNow(), pos: history.Pos{Index: f.applied.index.Load() + 1}}
+	z := &Frozen{now: f.st.readNow(), pos: history.Pos{Index: f.applied.Load() + 1}}
 	if r != nil {
 		z.t = r.entries.Clone()
 	}

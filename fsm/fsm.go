@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kvnode/kvnode/fsm/applied"
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/fsm/indexset"
@@ -27,7 +28,7 @@ type FSM struct {
 	st *state
 
 	ops       *handlers // dispatch table, built once by New
-	applied   appliedIndex
+	applied   applied.Index
 	keyFilter func(string) bool
 	// indexVersion labels the index definitions last set (SetIndexes).
 	indexVersion uint64
@@ -50,10 +51,22 @@ type FSM struct {
 }
 
 // Formats is the replicated format level this build reads: command format
-// 3 and snapshot format 3 (time, expiry and the change history). Members
-// gossip it (cluster.Meta.Formats); what only this level expresses is
-// written once every member reads it (Options.Formats, expiry.Stamp).
-const Formats = 3
+// 4 and snapshot format 4 (FormatBuckets). Members gossip it
+// (cluster.Meta.Formats); what only a level expresses is written once
+// every member reads it (Options.Formats, expiry.Stamp, bucket moves).
+const Formats = FormatBuckets
+
+// The format levels and what each first expressed. A member gossips the
+// level it reads; what a level expresses is written only once every member
+// reads it.
+const (
+	// FormatTime: command and snapshot version 3, time (the clock,
+	// entry time-to-live, expiry) and the change history.
+	FormatTime = 3
+	// FormatBuckets: command version 4 and snapshot version 4, bucket
+	// ownership and its moves.
+	FormatBuckets = 4
+)
 
 // Options configure a state machine. The zero value suits group 0.
 type Options struct {
@@ -180,7 +193,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 			f.mu.Lock()
 			done := f.applyAll(logs[:i], cmds[:i], out)
 			f.mu.Unlock()
-			f.events.Applied(f.applied.index.Load())
+			f.events.Applied(f.applied.Load())
 			if done < i {
 				return haltedResults(logs[done:], out[done:], f.halted.Load())
 			}
@@ -193,7 +206,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.mu.Lock()
 	done := f.applyAll(logs, cmds, out)
 	f.mu.Unlock()
-	f.events.Applied(f.applied.index.Load())
+	f.events.Applied(f.applied.Load())
 	if done < len(logs) {
 		haltedResults(logs[done:], out[done:], f.halted.Load())
 	}
@@ -258,10 +271,10 @@ func (f *FSM) applyLocked(l *raft.Log, c *codec.Command) (res interface{}, err e
 		default:
 			r = f.ops[c.Op](f.st, c, l.Index)
 		}
-		f.applied.set(l.Index)
+		f.applied.Set(l.Index)
 		return r, nil
 	case raft.LogConfiguration:
-		f.applied.set(l.Index)
+		f.applied.Set(l.Index)
 	}
 	return nil, nil
 }

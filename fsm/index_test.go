@@ -15,7 +15,7 @@ import (
 func indexed(t *testing.T, f *FSM, name string, r index.Range) []string {
 	t.Helper()
 	var keys []string
-	ok, err := f.IndexScan(name, 0, "byCust", []index.Range{r}, func(key string, _ json.RawMessage) bool {
+	ok, err := f.Indexes().Scan(name, 0, "byCust", []index.Range{r}, func(key string, _ json.RawMessage) bool {
 		keys = append(keys, key)
 		return true
 	})
@@ -27,7 +27,7 @@ func indexed(t *testing.T, f *FSM, name string, r index.Range) []string {
 
 func TestIndexesFollowEveryWrite(t *testing.T) {
 	n := newNode(t)
-	n.f.SetIndexes(1, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"cust"}}}})
+	n.f.Indexes().Set(1, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"cust"}}}})
 	n.create("r", region.Replicate) // created after the definition: indexed from the start
 	n.put("r", "a", `{"cust":1}`, "b", `{"cust":2.0}`, "c", `{"cust":"2"}`, "d", `{"x":1}`, "e", `{"cust":null}`)
 	if got := indexed(t, n.f, "r", index.Point(int64(2))); !slices.Equal(got, []string{"b"}) {
@@ -41,13 +41,13 @@ func TestIndexesFollowEveryWrite(t *testing.T) {
 	if got := indexed(t, n.f, "r", index.Range{Hi: int64(10), HiIncl: true}); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("cust <= 10 finds %v, want [a]", got)
 	}
-	if got := n.f.IndexLen("r", 0, "byCust"); got != 2 {
+	if got := n.f.Indexes().Len("r", 0, "byCust"); got != 2 {
 		t.Fatalf("index holds %d entries, want 2 (a and c; absent and null members are not indexed)", got)
 	}
 
 	// A snapshot restored elsewhere rebuilds the configured indexes.
 	f2 := New(Options{})
-	f2.SetIndexes(1, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"cust"}}}})
+	f2.Indexes().Set(1, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"cust"}}}})
 	if err := restore(f2, persist(t, n.f)); err != nil {
 		t.Fatal(err)
 	}
@@ -56,22 +56,22 @@ func TestIndexesFollowEveryWrite(t *testing.T) {
 	}
 
 	n.must(codec.Command{Op: codec.OpClear, Region: "r"})
-	if got := n.f.IndexLen("r", 0, "byCust"); got != 0 {
+	if got := n.f.Indexes().Len("r", 0, "byCust"); got != 0 {
 		t.Fatalf("after clear the index holds %d entries", got)
 	}
 	// An index added later is built from the entries already there.
 	for i := range 10 {
 		n.put("r", fmt.Sprint(i), fmt.Sprintf(`{"cust":%d,"name":"n%d"}`, i%3, i))
 	}
-	n.f.SetIndexes(2, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"name"}}}})
+	n.f.Indexes().Set(2, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"name"}}}})
 	if got := indexed(t, n.f, "r", index.Range{Lo: "n7", LoIncl: false}); !slices.Equal(got, []string{"8", "9"}) {
 		t.Fatalf("rebuilt on a new path: name > 'n7' finds %v, want [8 9]", got)
 	}
-	n.f.SetIndexes(3, nil)
-	if ok, _ := n.f.IndexScan("r", 0, "byCust", []index.Range{index.Point("n1")}, func(string, json.RawMessage) bool { return true }); ok {
+	n.f.Indexes().Set(3, nil)
+	if ok, _ := n.f.Indexes().Scan("r", 0, "byCust", []index.Range{index.Point("n1")}, func(string, json.RawMessage) bool { return true }); ok {
 		t.Fatal("a dropped index still scans")
 	}
-	if n.f.IndexVersion() != 3 {
-		t.Fatalf("IndexVersion = %d, want 3", n.f.IndexVersion())
+	if n.f.Indexes().Version() != 3 {
+		t.Fatalf("IndexVersion = %d, want 3", n.f.Indexes().Version())
 	}
 }

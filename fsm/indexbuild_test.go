@@ -161,7 +161,7 @@ func (c *churn) rareStep() {
 		c.pid++
 	case 5:
 		v := c.rng.IntN(defVariants)
-		c.n.f.SetIndexes(uint64(v+1), defVariant(v))
+		c.n.f.Indexes().Set(uint64(v+1), defVariant(v))
 	case 6:
 		if err := restore(c.n.f, persist(c.t, c.n.f)); err != nil {
 			c.t.Errorf("restore: %v", err)
@@ -218,10 +218,10 @@ func checkNotServed(t *testing.T, f *FSM, b *indexset.Build) {
 	}
 	// Only b installs b, and b is in its hook: if b is current now, it is
 	// still current below (the caller keeps every write out meanwhile).
-	if got := f.IndexLen(name, id, b.Def().Name); got != -1 {
+	if got := f.Indexes().Len(name, id, b.Def().Name); got != -1 {
 		t.Errorf("index %q of %q answers (%d entries) while it is being built", b.Def().Name, name, got)
 	}
-	served, err := f.IndexScan(name, id, b.Def().Name, []index.Range{{Lo: int64(0), LoIncl: true}}, func(string, json.RawMessage) bool { return true })
+	served, err := f.Indexes().Scan(name, id, b.Def().Name, []index.Range{{Lo: int64(0), LoIncl: true}}, func(string, json.RawMessage) bool { return true })
 	if served || err != nil {
 		t.Errorf("IndexScan of %q on %q while it is being built = %v, %v; want a fallback to a scan", b.Def().Name, name, served, err)
 	}
@@ -256,11 +256,11 @@ func TestIndexBuildsUnderInterleavedWrites(t *testing.T) {
 				c.step(c.rng.IntN(10) == 0)
 			}
 		}
-		c.n.f.SetIndexes(1, defVariant(0))
+		c.n.f.Indexes().Set(1, defVariant(0))
 		wait := func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if err := c.n.f.WaitIndexes(ctx); err != nil {
+			if err := c.n.f.Indexes().Wait(ctx); err != nil {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
 		}
@@ -322,10 +322,10 @@ func TestIndexBuildsRacingAWriter(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 61))
 		for i := range 12 {
 			v := rng.IntN(defVariants)
-			c.n.f.SetIndexes(uint64(100+i), defVariant(v))
+			c.n.f.Indexes().Set(uint64(100+i), defVariant(v))
 			if rng.IntN(2) == 0 {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				if err := c.n.f.WaitIndexes(ctx); err != nil {
+				if err := c.n.f.Indexes().Wait(ctx); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 				cancel()
@@ -336,7 +336,7 @@ func TestIndexBuildsRacingAWriter(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := c.n.f.WaitIndexes(ctx)
+		err := c.n.f.Indexes().Wait(ctx)
 		cancel()
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
@@ -359,7 +359,7 @@ func TestIndexBuildKeepsDefinitionsAndRestartsNothing(t *testing.T) {
 	f.buildHook = func(b *indexset.Build, round int) {
 		once.Do(func() {
 			first = b
-			f.SetIndexes(2, defVariant(0)) // the same definitions, a new label
+			f.Indexes().Set(2, defVariant(0)) // the same definitions, a new label
 			f.mu.RLock()
 			still := b.Set().Building(b.Def().Name) == b
 			f.mu.RUnlock()
@@ -368,18 +368,18 @@ func TestIndexBuildKeepsDefinitionsAndRestartsNothing(t *testing.T) {
 			}
 		})
 	}
-	f.SetIndexes(1, defVariant(0))
-	if f.IndexVersion() != 1 {
-		t.Fatalf("IndexVersion = %d right after SetIndexes(1), want 1", f.IndexVersion())
+	f.Indexes().Set(1, defVariant(0))
+	if f.Indexes().Version() != 1 {
+		t.Fatalf("IndexVersion = %d right after SetIndexes(1), want 1", f.Indexes().Version())
 	}
-	if err := f.WaitIndexes(context.Background()); err != nil {
+	if err := f.Indexes().Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if first == nil {
 		t.Fatal("no build ran in the background")
 	}
-	if f.IndexVersion() != 2 {
-		t.Fatalf("IndexVersion = %d, want 2", f.IndexVersion())
+	if f.Indexes().Version() != 2 {
+		t.Fatalf("IndexVersion = %d, want 2", f.Indexes().Version())
 	}
 	checkIndexes(t, f)
 }
@@ -391,7 +391,7 @@ func TestRestoreBuildsIndexesInTheBackground(t *testing.T) {
 	c := newChurn(t, 9)
 	snap := persist(t, c.n.f)
 	f := New(Options{})
-	f.SetIndexes(1, defVariant(0))
+	f.Indexes().Set(1, defVariant(0))
 	release := make(chan struct{})
 	f.buildHook = func(b *indexset.Build, round int) {
 		if round == 0 {
@@ -402,19 +402,19 @@ func TestRestoreBuildsIndexesInTheBackground(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The builds wait in their hooks: the restore did not wait for them.
-	if got := f.IndexLen("a", 0, "byCust"); got != -1 {
+	if got := f.Indexes().Len("a", 0, "byCust"); got != -1 {
 		t.Fatalf("IndexLen right after Restore = %d, want -1 (still building)", got)
 	}
-	served, err := f.IndexScan("a", 0, "byCust", []index.Range{index.Point(int64(3))}, func(string, json.RawMessage) bool { return true })
+	served, err := f.Indexes().Scan("a", 0, "byCust", []index.Range{index.Point(int64(3))}, func(string, json.RawMessage) bool { return true })
 	if served || err != nil {
 		t.Fatalf("IndexScan during the build = %v, %v; want a fallback to a scan", served, err)
 	}
 	close(release)
-	if err := f.WaitIndexes(context.Background()); err != nil {
+	if err := f.Indexes().Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	checkIndexes(t, f)
-	if f.IndexLen("a", 0, "byCust") < 0 || f.IndexLen("p", 5, "byCity") < 0 {
+	if f.Indexes().Len("a", 0, "byCust") < 0 || f.Indexes().Len("p", 5, "byCity") < 0 {
 		t.Fatal("indexes missing after the restore's builds")
 	}
 }
@@ -424,10 +424,10 @@ func TestWaitIndexesEndsWithItsContext(t *testing.T) {
 	release := make(chan struct{})
 	c.n.f.buildHook = func(*indexset.Build, int) { <-release }
 	defer close(release)
-	c.n.f.SetIndexes(1, defVariant(0))
+	c.n.f.Indexes().Set(1, defVariant(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := c.n.f.WaitIndexes(ctx); err == nil || ctx.Err() == nil {
+	if err := c.n.f.Indexes().Wait(ctx); err == nil || ctx.Err() == nil {
 		t.Fatalf("WaitIndexes = %v with builds held back, want the context's error", err)
 	}
 }

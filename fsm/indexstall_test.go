@@ -102,8 +102,8 @@ func TestIndexBuildDoesNotStallWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	begin := time.Now()
-	n.f.SetIndexes(1, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"cust"}}}})
-	if err := n.f.WaitIndexes(ctx); err != nil {
+	n.f.Indexes().Set(1, map[string][]index.Def{"r": {{Name: "byCust", Path: []string{"cust"}}}})
+	if err := n.f.Indexes().Wait(ctx); err != nil {
 		t.Fatalf("WaitIndexes: %v", err)
 	}
 	end := time.Now()

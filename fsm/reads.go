@@ -61,6 +61,9 @@ func (f *FSM) Get(name string, id uint64, key string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if id != 0 && !f.st.own.serves(key) {
+		return nil, wrongGroup(key)
+	}
 	var v json.RawMessage
 	ok := false
 	if r != nil {
@@ -80,6 +83,13 @@ func (f *FSM) GetMany(name string, id uint64, keys []string) ([]json.RawMessage,
 	r, err := f.st.view(name, id)
 	if err != nil {
 		return nil, err
+	}
+	if id != 0 {
+		for _, k := range keys {
+			if !f.st.own.serves(k) {
+				return nil, wrongGroup(k)
+			}
+		}
 	}
 	out := make([]json.RawMessage, len(keys))
 	if r == nil {
@@ -112,9 +122,9 @@ func (f *FSM) List(name string, id uint64, limit int) ([]region.Entry, error) {
 	if n == 0 {
 		return out, nil
 	}
-	now := f.st.readNow()
+	now, hide := f.st.readNow(), f.st.own.hidden()
 	r.entries.Ascend(func(e entry) bool {
-		if !e.expired(now) {
+		if !e.expired(now) && (hide == nil || !hide(e.key)) {
 			out = append(out, region.Entry{Key: e.key, Value: e.value})
 		}
 		return len(out) < n
@@ -134,9 +144,9 @@ func (f *FSM) Keys(name string, id uint64) ([]string, error) {
 		return []string{}, nil
 	}
 	out := make([]string, 0, r.entries.Len())
-	now := f.st.readNow()
+	now, hide := f.st.readNow(), f.st.own.hidden()
 	r.entries.Ascend(func(e entry) bool {
-		if !e.expired(now) {
+		if !e.expired(now) && (hide == nil || !hide(e.key)) {
 			out = append(out, e.key)
 		}
 		return true
@@ -152,7 +162,18 @@ func (f *FSM) Count(name string, id uint64) (int, error) {
 	if err != nil || r == nil {
 		return 0, err
 	}
-	return r.entries.Len() - r.expiredCount(f.st.readNow()), nil
+	now := f.st.readNow()
+	if hide := f.st.own.hidden(); hide != nil {
+		n := 0
+		r.entries.Ascend(func(e entry) bool {
+			if !e.expired(now) && !hide(e.key) {
+				n++
+			}
+			return true
+		})
+		return n, nil
+	}
+	return r.entries.Len() - r.expiredCount(now), nil
 }
 
 // RegionSize is a region's size on this replica.
@@ -232,13 +253,20 @@ func (f *FSM) Scan(name string, id uint64, fn func(key string, value json.RawMes
 		return err
 	}
 	t := r.entries.Clone()
-	now := f.st.readNow()
+	now, hide := f.st.readNow(), f.st.own.hidden()
 	f.mu.Unlock()
-	t.Ascend(func(e entry) bool { return e.expired(now) || fn(e.key, e.value) })
+	t.Ascend(func(e entry) bool { return e.expired(now) || (hide != nil && hide(e.key)) || fn(e.key, e.value) })
 	return nil
 }
 
-// SetIndexes makes every region keep the secondary indexes defs names for
+// Indexes is the state machine's secondary indexes: what Indexes()
+// returns, a view with the index operations (set, wait for, scan).
+type Indexes struct{ f *FSM }
+
+// Indexes is f's secondary indexes.
+func (f *FSM) Indexes() Indexes { return Indexes{f} }
+
+// Set makes every region keep the secondary indexes defs names for
 // it (by region name) and keeps them in step with every later write. It
 // returns at once: an index over a small region is built before it
 // returns, a larger one in the background without blocking writes
@@ -250,7 +278,8 @@ func (f *FSM) Scan(name string, id uint64, fn func(key string, value json.RawMes
 // it). Indexes are derived from the entries, so they are neither
 // replicated nor snapshotted: each replica builds its own, and Restore
 // rebuilds them.
-func (f *FSM) SetIndexes(version uint64, defs map[string][]index.Def) {
+func (ix Indexes) Set(version uint64, defs map[string][]index.Def) {
+	f := ix.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st.indexDefs = defs
@@ -258,19 +287,21 @@ func (f *FSM) SetIndexes(version uint64, defs map[string][]index.Def) {
 	f.indexVersion = version
 }
 
-// IndexVersion returns the version of the last SetIndexes: the definitions
+// Version returns the version of the last Set: the definitions
 // this FSM maintains, whose indexes may still be building (WaitIndexes).
-func (f *FSM) IndexVersion() uint64 {
+func (ix Indexes) Version() uint64 {
+	f := ix.f
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.indexVersion
 }
 
-// WaitIndexes blocks until no index of this FSM is being built (including
+// Wait blocks until no index of this FSM is being built (including
 // builds started while it waits), or ctx ends; then it returns an error
 // wrapping ctx.Err(). After it returns nil every index SetIndexes defined
 // before the call is installed, unless a later call changed it.
-func (f *FSM) WaitIndexes(ctx context.Context) error {
+func (ix Indexes) Wait(ctx context.Context) error {
+	f := ix.f
 	for {
 		var pending []<-chan struct{}
 		f.mu.RLock()
@@ -291,12 +322,13 @@ func (f *FSM) WaitIndexes(ctx context.Context) error {
 	}
 }
 
-// IndexScan calls fn with every entry whose indexed value lies in one of
+// Scan calls fn with every entry whose indexed value lies in one of
 // the ranges, in index order, each entry once, until fn returns false. ok
 // is false when the region has no such index here (or it is still being
 // built) or a bound is not a scalar: the caller scans the region instead. Like Scan it runs fn over
 // copy-on-write clones, without any lock held.
-func (f *FSM) IndexScan(name string, id uint64, indexName string, ranges []index.Range, fn func(key string, value json.RawMessage) bool) (ok bool, err error) {
+func (ix Indexes) Scan(name string, id uint64, indexName string, ranges []index.Range, fn func(key string, value json.RawMessage) bool) (ok bool, err error) {
+	f := ix.f
 	f.mu.Lock()
 	r, err := f.st.view(name, id)
 	if err != nil || r == nil {
@@ -310,20 +342,21 @@ func (f *FSM) IndexScan(name string, id uint64, indexName string, ranges []index
 	}
 	x = x.Clone()
 	entries := r.entries.Clone()
-	now := f.st.readNow()
+	now, hide := f.st.readNow(), f.st.own.hidden()
 	f.mu.Unlock()
 	return x.Scan(ranges, func(key string) bool {
 		e, ok := entries.Get(entry{key: key})
-		if !ok || e.expired(now) {
+		if !ok || e.expired(now) || (hide != nil && hide(key)) {
 			return true
 		}
 		return fn(key, e.value)
 	}), nil
 }
 
-// IndexLen returns how many entries an index of the region holds here, -1
+// Len returns how many entries an index of the region holds here, -1
 // when there is no such index or it is still being built.
-func (f *FSM) IndexLen(name string, id uint64, indexName string) int {
+func (ix Indexes) Len(name string, id uint64, indexName string) int {
+	f := ix.f
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	r, err := f.st.view(name, id)

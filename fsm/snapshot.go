@@ -1,17 +1,16 @@
 package fsm
 
 import (
-	"bufio"
-	"encoding/binary"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"sort"
 
 	"github.com/google/btree"
 	"github.com/hashicorp/raft"
+	"github.com/kvnode/kvnode/fsm/buckets"
 	"github.com/kvnode/kvnode/fsm/history"
+	"github.com/kvnode/kvnode/fsm/snapio"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -25,24 +24,29 @@ import (
 //	per metadata key, ascending: tagMeta | key | uvarint version | value
 //	tagEvents | uvarint floor index | uvarint floor n | uvarint count |
 //	    count × (uvarint index | uvarint n | type | region | uvarint region id | key | value | old), oldest first
+//	version 4 only: tagBuckets | uvarint count (= the buckets) | count × (byte state | uvarint move)
 //	tagEnd | CRC-32C (big endian) of every byte before it
 //
 // Version 1 (still restored) has no region id, tombstones or metadata;
-// version 2 (still restored) no clock, time-to-live, deadlines or events.
+// version 2 (still restored) no clock, time-to-live, deadlines or events;
+// version 3 no buckets. A group whose buckets are implicit (fsm/buckets.go)
+// writes version 3, which members of the release before bucket moves read.
 const (
 	snapshotMagic   = "KVFSMSNP"
 	snapshotV1      = 1
 	snapshotV2      = 2
-	snapshotVersion = 3
+	snapshotV3      = 3
+	snapshotVersion = 4
 	tagEnd          = 0
 	tagRegion       = 1
 	tagTombstone    = 2
 	tagMeta         = 3
 	tagEvents       = 4
+	tagBuckets      = 5
 )
 
 // castagnoli is the CRC-32C table (hash/crc32 builds it once and caches it).
-func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
+func castagnoli() *crc32.Table { return snapio.Castagnoli() }
 
 // Snapshot captures the state for raft. It only clones each region's B-tree
 // (O(1): the clones share nodes copy-on-write), under the write lock because
@@ -64,7 +68,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	s := &snapshot{
 		version: snapshotVersion,
-		applied: f.applied.index.Load(),
+		applied: f.applied.Load(),
 		lastKey: f.st.lastKey,
 		now:     f.st.now,
 		regions: make([]snapshotRegion, 0, len(f.st.regions)),
@@ -75,7 +79,13 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		timed = timed || r.ttl != 0 || r.mayExpire()
 	}
 	s.floor, s.events = f.events.Snapshot()
-	if f.formats != nil && f.formats() < Formats && !timed {
+	if f.st.own.set == nil {
+		s.version = snapshotV3
+	} else {
+		b := *f.st.own.set
+		s.buckets = &b
+	}
+	if f.formats != nil && f.formats() < FormatTime && !timed {
 		// A member that reads only version 2 may restore it (a rolling
 		// upgrade): without deadlines, version 2 says it all but the
 		// history, which that member could not serve anyway.
@@ -106,6 +116,7 @@ type snapshot struct {
 	meta       []snapshotMeta      // sorted by key
 	floor      history.Pos
 	events     []history.Event // oldest first
+	buckets    *buckets.Set    // version 4: nil when implicit
 }
 
 type snapshotRegion struct {
@@ -144,97 +155,66 @@ func (s *snapshot) Release() { s.regions, s.meta, s.events = nil, nil, nil }
 
 // writeTo writes the snapshot stream to w.
 func (s *snapshot) writeTo(w io.Writer) error {
-	sum := crc32.New(castagnoli())
-	sw := &snapshotWriter{w: bufio.NewWriterSize(io.MultiWriter(w, sum), 64<<10)}
-	sw.w.WriteString(snapshotMagic)
-	v3 := s.version >= snapshotVersion
-	sw.w.WriteByte(s.version)
-	sw.uvarint(s.applied)
-	sw.uvarint(s.lastKey)
+	sw := snapio.NewWriter(w)
+	sw.Raw(snapshotMagic)
+	v3 := s.version >= snapshotV3
+	sw.Byte(s.version)
+	sw.Uvarint(s.applied)
+	sw.Uvarint(s.lastKey)
 	if v3 {
-		sw.uvarint(s.now)
+		sw.Uvarint(s.now)
 	}
 	for _, r := range s.regions {
-		sw.w.WriteByte(tagRegion)
-		sw.string(r.name)
-		sw.string(string(r.kind))
-		sw.uvarint(r.id)
+		sw.Byte(tagRegion)
+		sw.String(r.name)
+		sw.String(string(r.kind))
+		sw.Uvarint(r.id)
 		if v3 {
-			sw.uvarint(r.ttl)
+			sw.Uvarint(r.ttl)
 		}
-		sw.uvarint(uint64(r.entries.Len()))
+		sw.Uvarint(uint64(r.entries.Len()))
 		r.entries.Ascend(func(e entry) bool {
-			sw.string(e.key)
-			sw.bytes(e.value)
+			sw.String(e.key)
+			sw.Bytes(e.value)
 			if v3 {
-				sw.uvarint(e.expires)
+				sw.Uvarint(e.expires)
 			}
 			return true
 		})
 	}
 	for _, t := range s.tombstones {
-		sw.w.WriteByte(tagTombstone)
-		sw.string(t.name)
-		sw.uvarint(t.id)
+		sw.Byte(tagTombstone)
+		sw.String(t.name)
+		sw.Uvarint(t.id)
 	}
 	for _, m := range s.meta {
-		sw.w.WriteByte(tagMeta)
-		sw.string(m.key)
-		sw.uvarint(m.entry.version)
-		sw.bytes(m.entry.value)
+		sw.Byte(tagMeta)
+		sw.String(m.key)
+		sw.Uvarint(m.entry.version)
+		sw.Bytes(m.entry.value)
 	}
 	if !v3 {
-		sw.w.WriteByte(tagEnd)
-		return sw.finish(w, sum)
+		sw.Byte(tagEnd)
+		return sw.Finish()
 	}
-	sw.w.WriteByte(tagEvents)
-	sw.uvarint(s.floor.Index)
-	sw.uvarint(uint64(s.floor.N))
-	sw.uvarint(uint64(len(s.events)))
+	sw.Byte(tagEvents)
+	sw.Uvarint(s.floor.Index)
+	sw.Uvarint(uint64(s.floor.N))
+	sw.Uvarint(uint64(len(s.events)))
 	for _, e := range s.events {
-		sw.uvarint(e.Pos.Index)
-		sw.uvarint(uint64(e.Pos.N))
-		sw.string(string(e.Type))
-		sw.string(e.Region)
-		sw.uvarint(e.RegionID)
-		sw.string(e.Key)
-		sw.bytes(e.Value)
-		sw.bytes(e.Old)
+		sw.Uvarint(e.Pos.Index)
+		sw.Uvarint(uint64(e.Pos.N))
+		sw.String(string(e.Type))
+		sw.String(e.Region)
+		sw.Uvarint(e.RegionID)
+		sw.String(e.Key)
+		sw.Bytes(e.Value)
+		sw.Bytes(e.Old)
 	}
-	sw.w.WriteByte(tagEnd)
-	return sw.finish(w, sum)
-}
-
-// finish flushes the stream and writes the checksum of every byte before.
-func (sw *snapshotWriter) finish(w io.Writer, sum hash.Hash32) error {
-	// Flush so the checksum covers every byte before the trailer.
-	if err := sw.w.Flush(); err != nil {
-		return err
+	if s.buckets != nil {
+		sw.Byte(tagBuckets)
+		s.buckets.Write(sw)
 	}
-	var trailer [4]byte
-	binary.BigEndian.PutUint32(trailer[:], sum.Sum32())
-	_, err := w.Write(trailer[:])
-	return err
-}
-
-// snapshotWriter writes the stream's primitives. bufio.Writer keeps the
-// first write error and turns later writes into no-ops; writeTo reports it
-// at Flush.
-type snapshotWriter struct {
-	w       *bufio.Writer
-	scratch [binary.MaxVarintLen64]byte
-}
-
-func (sw *snapshotWriter) uvarint(v uint64) {
-	sw.w.Write(binary.AppendUvarint(sw.scratch[:0], v))
-}
-
-func (sw *snapshotWriter) string(s string) {
-	sw.uvarint(uint64(len(s)))
-	sw.w.WriteString(s)
-}
-
-func (sw *snapshotWriter) bytes(b []byte) {
-	sw.uvarint(uint64(len(b)))
-	sw.w.Write(b)
+	sw.Byte(tagEnd)
+	return sw.Finish()
 }

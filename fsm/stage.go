@@ -2,9 +2,9 @@ package fsm
 
 import (
 	"fmt"
-	"hash/crc32"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/internal/chunked"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -18,7 +18,7 @@ import (
 // stop-the-world phases. Followers then answered heartbeats too late, the
 // leader lost its lease while committing, and the next leader did the same
 // with the entry still in its log: a 100 MiB write could not be committed.
-// The store sends a command over StageChunkBytes as chunks of that size
+// The store sends a command over codec.StageChunkBytes as chunks of that size
 // (linear to decode), then a commit entry:
 //
 //	stage(id, 0, chunk0) ... stage(id, n-1, chunkN-1), commit-staged(id, n, size, crc)
@@ -41,8 +41,6 @@ import (
 //     snapshots never need to hold them: a replica that restores one
 //     replays the chunks from the log after it.
 const (
-	// StageChunkBytes is the size of one chunk.
-	StageChunkBytes = 1 << 20
 	// maxStageGap is how many entries after its last chunk an unfinished
 	// staged command is forgotten.
 	maxStageGap = 4096
@@ -57,26 +55,6 @@ type staging struct {
 	chunks [][]byte
 	size   uint64
 	last   uint64 // log index of the last chunk
-}
-
-// StageCommand splits an encoded command into the entries that carry it:
-// the stage entries, then the commit entry. id must be unique among the
-// staged commands of the group (the store draws it at random).
-func StageCommand(id uint64, cmd []byte) [][]byte {
-	var out [][]byte
-	var seq uint64
-	for off := 0; off < len(cmd); off += StageChunkBytes {
-		end := min(off+StageChunkBytes, len(cmd))
-		out = append(out, (&codec.Command{Op: codec.OpStage, StageID: id, StageSeq: seq, StageData: cmd[off:end]}).Encode(nil))
-		seq++
-	}
-	commit := codec.Command{Op: codec.OpCommitStaged, StageID: id, StageSeq: seq, StageSize: uint64(len(cmd)), StageSum: crc32.Checksum(cmd, castagnoli())}
-	return append(out, commit.Encode(nil))
-}
-
-// DropStaged is the entry that forgets an unfinished staged command.
-func DropStaged(id uint64) []byte {
-	return (&codec.Command{Op: codec.OpDropStaged, StageID: id}).Encode(nil)
 }
 
 // stageChunk records one chunk.
@@ -130,9 +108,9 @@ func (s *state) commitStaged(ops *handlers, c *codec.Command, index uint64) *cod
 	}
 	whole := make([]byte, 0, st.size)
 	for _, ch := range st.chunks {
-		whole = append(whole, ch...)
+		whole = chunked.Append(whole, ch) // a preemption point per chunk
 	}
-	if sum := crc32.Checksum(whole, castagnoli()); sum != c.StageSum {
+	if sum := chunked.Checksum(whole, castagnoli()); sum != c.StageSum {
 		return incomplete("CRC-32C %08x, the commit says %08x", sum, c.StageSum)
 	}
 	// whole is ours alone: the command's values may alias it.

@@ -39,13 +39,13 @@ func bigPut(reg, key string, n int) (codec.Command, json.RawMessage) {
 func TestStagedCommandApplies(t *testing.T) {
 	n := newNode(t)
 	n.create("r", region.Replicate)
-	cmd, v := bigPut("r", "big", 3*StageChunkBytes+12345)
-	entries := StageCommand(42, cmd.Encode(nil))
+	cmd, v := bigPut("r", "big", 3*codec.StageChunkBytes+12345)
+	entries := codec.StageCommand(42, cmd.Encode(nil))
 	if len(entries) != 5 {
 		t.Fatalf("%d entries for a command of 3 chunks and a bit, want 4 chunks and a commit", len(entries))
 	}
 	for _, e := range entries[:len(entries)-1] {
-		if len(e) > StageChunkBytes+32 {
+		if len(e) > codec.StageChunkBytes+32 {
 			t.Fatalf("a stage entry of %d bytes", len(e))
 		}
 		n.applyRaw(e)
@@ -66,7 +66,7 @@ func TestStagedCommandApplies(t *testing.T) {
 	}
 	// A staged command is refused like the same command in one entry.
 	cas := codec.Command{Op: codec.OpCAS, Region: "r", Pairs: []region.CASPair{{Key: "big", Old: json.RawMessage(`{}`), New: v}}}
-	if res := n.applyRaw(StageCommand(43, cas.Encode(nil))...); !errors.Is(res.Err, region.ErrCASMismatch) {
+	if res := n.applyRaw(codec.StageCommand(43, cas.Encode(nil))...); !errors.Is(res.Err, region.ErrCASMismatch) {
 		t.Errorf("staged CAS with a wrong @old: %v, want a CAS mismatch", res.Err)
 	}
 }
@@ -77,7 +77,7 @@ func entries2(k, v string) []region.Entry { return []region.Entry{{Key: k, Value
 // order, replaced, dropped or expired writes nothing and is refused as a
 // retryable error (503), and the chunks are forgotten.
 func TestStagedCommandIncomplete(t *testing.T) {
-	cmd, _ := bigPut("r", "big", 2*StageChunkBytes+10)
+	cmd, _ := bigPut("r", "big", 2*codec.StageChunkBytes+10)
 	data := cmd.Encode(nil)
 	for _, tc := range []struct {
 		name  string
@@ -87,11 +87,11 @@ func TestStagedCommandIncomplete(t *testing.T) {
 		{"chunks out of order", func(n *node, e [][]byte) *codec.Result { return n.applyRaw(e[1], e[0], e[2], e[3]) }},
 		{"another staged command started", func(n *node, e [][]byte) *codec.Result {
 			n.applyRaw(e[0], e[1])
-			n.applyRaw(StageCommand(7, data)[0])
+			n.applyRaw(codec.StageCommand(7, data)[0])
 			return n.applyRaw(e[2], e[3])
 		}},
 		{"dropped", func(n *node, e [][]byte) *codec.Result {
-			n.applyRaw(e[0], e[1], e[2], DropStaged(99))
+			n.applyRaw(e[0], e[1], e[2], codec.DropStaged(99))
 			return n.applyRaw(e[3])
 		}},
 		{"expired", func(n *node, e [][]byte) *codec.Result {
@@ -105,7 +105,7 @@ func TestStagedCommandIncomplete(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t)
 			n.create("r", region.Replicate)
-			e := StageCommand(99, data)
+			e := codec.StageCommand(99, data)
 			res := tc.apply(n, e)
 			if !errors.Is(res.Err, region.ErrNoLeader) || !strings.Contains(res.Err.Error(), "nothing was written") {
 				t.Fatalf("commit: %v; want refused as incomplete (503)", res.Err)
@@ -125,8 +125,8 @@ func TestStagedCommandIncomplete(t *testing.T) {
 func TestNoSnapshotWhileStaged(t *testing.T) {
 	n := newNode(t)
 	n.create("r", region.Replicate)
-	cmd, v := bigPut("r", "big", StageChunkBytes+1)
-	e := StageCommand(5, cmd.Encode(nil))
+	cmd, v := bigPut("r", "big", codec.StageChunkBytes+1)
+	e := codec.StageCommand(5, cmd.Encode(nil))
 	n.applyRaw(e[0])
 	if _, err := n.f.Snapshot(); err == nil {
 		t.Fatal("Snapshot while a command is staged succeeded")

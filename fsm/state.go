@@ -56,6 +56,10 @@ type state struct {
 	// clock is the member's clock, for reads (readNow). Configuration like
 	// keyFilter, set again by Restore; Apply never reads it.
 	clock func() time.Time
+	// own, once explicit, says which buckets of its keys a partition
+	// group serves (buckets.go); implicit: every key it is sent. In
+	// snapshots.
+	own ownership
 }
 
 // regionState is one region: its kind and its entries in key order.
@@ -246,7 +250,13 @@ func (s *state) nextKey(r *regionState) string {
 	for {
 		s.lastKey++
 		k := strconv.FormatUint(s.lastKey, 10)
-		if (s.keyFilter == nil || s.keyFilter(k)) && !r.has(k) {
+		// An explicit group generates keys of the buckets it owns; an
+		// implicit one those the store's filter says hash to it.
+		mine := s.keyFilter == nil || s.keyFilter(k)
+		if s.own.set != nil {
+			mine = s.own.set.Owns(k)
+		}
+		if mine && !r.has(k) {
 			return k
 		}
 	}

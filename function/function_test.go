@@ -86,8 +86,9 @@ func (f fakeCluster) RegionKind(_ context.Context, name string) (bool, error) {
 	}
 	return part, nil
 }
-func (f fakeCluster) PartitionLeaders(context.Context) (int, map[uint64]string, error) {
-	return f.p, f.leaders, nil
+func (f fakeCluster) PartitionLeaders(context.Context) (partition.Table, map[uint64]string, error) {
+	t, err := partition.NewTable(f.p, 1)
+	return t, f.leaders, err
 }
 
 // loopback runs calls to other members on their own services, recording

@@ -29,9 +29,10 @@ type Cluster interface {
 	// RegionKind says whether a region exists and is partitioned;
 	// region.ErrRegionNotFound when it does not exist.
 	RegionKind(ctx context.Context, name string) (partitioned bool, err error)
-	// PartitionLeaders returns P and, per partition group, the member
+	// PartitionLeaders returns the partition table (the groups 1..P, the
+	// owner of each key's bucket) and, per partition group, the member
 	// leading it (where a data-aware function runs for the group).
-	PartitionLeaders(ctx context.Context) (p int, leaders map[uint64]string, err error)
+	PartitionLeaders(ctx context.Context) (t partition.Table, leaders map[uint64]string, err error)
 }
 
 // Transport sends a function call to another member (the internal port's
@@ -166,7 +167,7 @@ func (s *Service) targets(ctx context.Context, req Request) ([]assignment, bool,
 			// Every member holds a replicated region: this one runs it.
 			return []assignment{{member: s.cfg.Self}}, false, nil
 		}
-		p, leaders, err := s.cfg.Cluster.PartitionLeaders(ctx)
+		t, leaders, err := s.cfg.Cluster.PartitionLeaders(ctx)
 		if err != nil {
 			return nil, true, err
 		}
@@ -191,12 +192,12 @@ func (s *Service) targets(ctx context.Context, req Request) ([]assignment, bool,
 		}
 		if len(req.Filter) > 0 {
 			for _, k := range req.Filter {
-				if err := add(partition.GroupForKey(k, p), k); err != nil {
+				if err := add(t.GroupFor(k), k); err != nil {
 					return nil, true, err
 				}
 			}
 		} else {
-			for gid := uint64(1); gid <= uint64(p); gid++ {
+			for gid := uint64(1); gid <= uint64(t.P()); gid++ {
 				if err := add(gid, ""); err != nil {
 					return nil, true, err
 				}

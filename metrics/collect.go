@@ -48,6 +48,9 @@ type RegionSize struct {
 type GossipState struct {
 	// Members by status; memberlist's "suspect" members are still alive.
 	Alive, Failed, Left int
+	// Refused are the members gossip shows that failed to prove their
+	// identity to this member (kept out of every Raft group).
+	Refused int
 	// HealthScore is memberlist's awareness of this member's own health:
 	// 0 is healthy, more means its probes are missing their deadlines
 	// (it is slow, overloaded or cut off).
@@ -64,7 +67,7 @@ type sourceCollector struct {
 
 	state, term, commit, applied, last, voters, nonVoters *prometheus.Desc
 	entries, bytes                                        *prometheus.Desc
-	members, health                                       *prometheus.Desc
+	members, health, refused                              *prometheus.Desc
 	diskFree, diskSize                                    *prometheus.Desc
 }
 
@@ -86,6 +89,7 @@ func newSourceCollector(src Sources, log *slog.Logger) *sourceCollector {
 		entries:   d("region_entries", "Entries of the region held by this member's replica of the group.", []string{"region", "group"}),
 		bytes:     d("region_size_bytes", "Bytes of keys and values of the region held by this member's replica of the group.", []string{"region", "group"}),
 		members:   d("gossip_members", "Members gossip knows, by status (alive, failed, left).", []string{"state"}),
+		refused:   d("members_refused", "Members gossip shows that failed to prove their identity over the internal port to this member: they are kept out of every Raft group, /servers and function calls (GET /management/v1/cluster says why).", nil),
 		health:    d("gossip_health_score", "memberlist's awareness of this member's health: 0 is healthy, higher means its gossip probes miss their deadlines.", nil),
 		diskFree:  d("data_dir_free_bytes", "Bytes free for the node in the file system of its data dir.", nil),
 		diskSize:  d("data_dir_filesystem_size_bytes", "Size of the file system of the node's data dir.", nil),
@@ -94,7 +98,7 @@ func newSourceCollector(src Sources, log *slog.Logger) *sourceCollector {
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.state, c.term, c.commit, c.applied, c.last, c.voters, c.nonVoters,
-		c.entries, c.bytes, c.members, c.health, c.diskFree, c.diskSize} {
+		c.entries, c.bytes, c.members, c.health, c.refused, c.diskFree, c.diskSize} {
 		ch <- d
 	}
 }
@@ -132,6 +136,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.members, float64(g.Failed), "failed")
 		gauge(c.members, float64(g.Left), "left")
 		gauge(c.health, float64(g.HealthScore))
+		gauge(c.refused, float64(g.Refused))
 	}
 	if c.src.DataDir != "" {
 		free, size, err := diskSpace(c.src.DataDir)

@@ -22,8 +22,6 @@ type HTTP struct {
 	duration *prometheus.HistogramVec
 	logins   *prometheus.CounterVec
 
-	badLogin, throttled prometheus.Counter
-
 	// series maps a route, method and status to its resolved instruments.
 	// It is only read once published: a new key copies it under mu.
 	series atomic.Pointer[map[httpKey]httpSeries]
@@ -53,11 +51,12 @@ func newHTTP() *HTTP {
 		}, []string{"route", "method"}),
 		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "login_failures_total",
-			Help: "HTTP Basic logins refused, by reason: bad_credentials (unknown user or wrong password) or throttled (too many failures from the client's address).",
+			Help: "Logins refused, by reason: bad_credentials (HTTP Basic: unknown user or wrong password), throttled (too many failures from the client's address) or unknown_certificate_user (a verified client certificate whose common name is no user).",
 		}, []string{"reason"}),
 	}
-	h.badLogin = h.logins.WithLabelValues("bad_credentials")
-	h.throttled = h.logins.WithLabelValues("throttled")
+	for _, reason := range loginRefusals {
+		h.logins.WithLabelValues(reason)
+	}
 	h.series.Store(&map[httpKey]httpSeries{})
 	return h
 }
@@ -113,12 +112,12 @@ func normalMethod(method string) string {
 	return "other"
 }
 
-// LoginFailed counts a refused login: throttled (too many failures from
-// the client's address), or bad credentials.
-func (h *HTTP) LoginFailed(throttled bool) {
-	if throttled {
-		h.throttled.Inc()
-		return
-	}
-	h.badLogin.Inc()
+// loginRefusals are the reasons a login is refused (auth.Login's
+// Refusal); each series exists from the start, so that a rate over them
+// is defined before the first refusal.
+var loginRefusals = []string{"bad_credentials", "throttled", "unknown_certificate_user"}
+
+// LoginFailed counts a refused login, for reason: one of loginRefusals.
+func (h *HTTP) LoginFailed(reason string) {
+	h.logins.WithLabelValues(reason).Inc()
 }

@@ -69,6 +69,7 @@ func TestExposition(t *testing.T) {
 		{"kvnode_http_request_duration_seconds_count", map[string]string{"route": "/kv/v1/:region/:keys", "method": "GET"}, 2},
 		{"kvnode_login_failures_total", map[string]string{"reason": "throttled"}, 1},
 		{"kvnode_login_failures_total", map[string]string{"reason": "bad_credentials"}, 0},
+		{"kvnode_login_failures_total", map[string]string{"reason": "unknown_certificate_user"}, 2},
 		{"kvnode_raft_state", map[string]string{"group": "0", "state": "leader"}, 1},
 		{"kvnode_raft_state", map[string]string{"group": "0", "state": "follower"}, 0},
 		{"kvnode_raft_state", map[string]string{"group": "2", "state": "follower"}, 1},
@@ -131,7 +132,9 @@ func fed(t *testing.T) *metrics.Registry {
 	h.ObserveRequest("/kv/v1/:region/:keys", "GET", 200, 5*time.Millisecond)
 	h.ObserveRequest("/kv/v1/:region/:keys", "PUT", 503, time.Second)
 	h.ObserveRequest("", "BREW", 404, time.Millisecond)
-	h.LoginFailed(true)
+	h.LoginFailed("throttled")
+	h.LoginFailed("unknown_certificate_user")
+	h.LoginFailed("unknown_certificate_user")
 	g := r.Group(2)
 	g.LeaderChanged()
 	g.LogStored(time.Millisecond)
@@ -270,6 +273,7 @@ func TestReloadMetrics(t *testing.T) {
 	r.PeerRefused("name")
 	r.PeerRefused("name")
 	r.PeerRefused("ca")
+	r.ClientRefused()
 	body := scrape(t, r)
 	promtest.Check(t, body)
 	s = promtest.Parse(t, body)
@@ -282,6 +286,7 @@ func TestReloadMetrics(t *testing.T) {
 		{"kvnode_reload_failures_total", map[string]string{"file": "tls"}, 1},
 		{"kvnode_peer_certificates_refused_total", map[string]string{"reason": "name"}, 2},
 		{"kvnode_peer_certificates_refused_total", map[string]string{"reason": "ca"}, 1},
+		{"kvnode_client_certificates_refused_total", nil, 1},
 	} {
 		if v, _ := s.Get(c.name, c.match); v != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.match, v, c.want)

@@ -36,6 +36,7 @@ type Registry struct {
 	functions functionMetrics
 	reload    reloadMetrics
 	watch     *Watch
+	buckets   *Buckets
 
 	groupsMu sync.Mutex
 	groups   map[uint64]*Group
@@ -58,6 +59,7 @@ func New(o Options) *Registry {
 	r.functions = newFunctionMetrics()
 	r.reload = newReloadMetrics()
 	r.watch = newWatch()
+	r.buckets = newBuckets()
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info",
 		Help:        "Always 1; the labels say which kvnode and Go built this node.",
@@ -76,6 +78,7 @@ func New(o Options) *Registry {
 	r.functions.register(r.reg)
 	r.reload.register(r.reg)
 	r.watch.register(r.reg)
+	r.buckets.register(r.reg)
 	return r
 }
 
@@ -98,6 +101,10 @@ func (r *Registry) HTTP() *HTTP { return r.http }
 // Watch is the registry's change-stream instruments (the rest/watch
 // Observer).
 func (r *Registry) Watch() *Watch { return r.watch }
+
+// Buckets is the registry's bucket-move instruments (store/rebalance's
+// Observer).
+func (r *Registry) Buckets() *Buckets { return r.buckets }
 
 // slogErrors is promhttp's error log, on the node's logger.
 type slogErrors struct{ log *slog.Logger }

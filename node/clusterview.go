@@ -2,21 +2,44 @@ package node
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/admission"
 )
+
+// trusted is gossip's view narrowed to the members that proved their
+// identity over the internal port (package admission): the servers
+// /servers lists and functions run on. A stranger in gossip is listed by
+// /management/v1/cluster only, as refused.
+type trusted struct {
+	members *cluster.Cluster
+	check   *admission.Checker
+}
+
+// Alive is every alive member that proved its identity, sorted by name.
+func (t trusted) Alive() []cluster.Member {
+	return slices.DeleteFunc(t.members.Alive(), func(m cluster.Member) bool {
+		return !t.check.Verified(m.Name, m.InternalAddr)
+	})
+}
+
+// RESTURLs are the REST base URLs of the trusted members, sorted.
+func (t trusted) RESTURLs() []string { return cluster.RESTURLs(t.Alive()) }
 
 // clusterView answers GET /management/v1/cluster by joining the two views
 // of membership: gossip (who is alive, where) and the control group's Raft
 // configuration (who votes). Neither package knows the other's view, so the
 // join happens here, where both are wired.
 type clusterView struct {
-	store   *store.Store
-	members *cluster.Cluster
+	store     *store.Store
+	members   *cluster.Cluster
+	admission *admission.Checker
 }
 
 func (v clusterView) ClusterView(context.Context) (rest.ClusterView, error) {
@@ -26,6 +49,10 @@ func (v clusterView) ClusterView(context.Context) (rest.ClusterView, error) {
 	}
 	byName := map[string]*rest.MemberView{}
 	var out []*rest.MemberView
+	checked := map[string]admission.Candidate{}
+	for _, c := range v.admission.Candidates() {
+		checked[c.Name] = c
+	}
 	for _, m := range v.members.Members() {
 		mv := &rest.MemberView{
 			Name:         m.Name,
@@ -35,6 +62,12 @@ func (v clusterView) ClusterView(context.Context) (rest.ClusterView, error) {
 			Groups:       m.Groups,
 			Version:      m.Version,
 			Status:       m.Status.String(),
+		}
+		if c, ok := checked[m.Name]; ok && c.Addr == m.InternalAddr {
+			mv.Identity, mv.Reason = string(c.State), c.Reason
+			if c.State != admission.Verified {
+				mv.IdentitySince = c.Since.UTC().Format(time.RFC3339)
+			}
 		}
 		byName[m.Name] = mv
 		out = append(out, mv)

@@ -41,13 +41,22 @@ type Config struct {
 	Groups            []string
 	Regions           []region.Info
 	PartitionGroups   int
+	// PartitionGroupsAuto (--partition-groups auto) keeps at least as
+	// many partition groups as members, adding groups as members join.
+	PartitionGroupsAuto bool
+	// AutoRebalance (--auto-rebalance) evens the buckets out whenever
+	// they are uneven over the partition groups.
+	AutoRebalance     bool
 	ReplicationFactor int
 	LogLevel          string
 	LogFormat         string
 
 	DeadMemberTimeout time.Duration
-	RequestTimeout    time.Duration
-	ShutdownTimeout   time.Duration
+	// CatchUpTimeout is how long a member added to the control group may
+	// take to catch up before it is removed again (and kept out as long).
+	CatchUpTimeout  time.Duration
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
 	// LeaveOnShutdown makes a graceful shutdown (SIGTERM) a leave: the
 	// member leaves gossip and the control group and waits while its
 	// partition replicas move to the others, as for a scale-down. Off (the
@@ -75,6 +84,15 @@ type Config struct {
 	// peer's certificate must carry one of (package reload's PeerNames);
 	// empty allows any certificate the CA signed.
 	PeerNames []string
+	// ClientCertAuth makes the REST port's TLS handshake require a client
+	// certificate that ClientCA (TLSCA when empty) accepts, as etcd's
+	// --client-cert-auth. With a security file, a request without Basic
+	// credentials is the user its certificate's common name names; without
+	// one, any accepted certificate may do everything.
+	ClientCertAuth bool
+	// ClientCA is the CA bundle of REST clients' certificates, when it is
+	// not TLSCA (only with ClientCertAuth); reloaded like TLSCA.
+	ClientCA  string
 	GossipKey string
 	// PprofAddr, when set, is a debug listener serving /debug/pprof/
 	// (without authentication: keep it on loopback).
@@ -114,6 +132,11 @@ type Config struct {
 	Resolver *net.Resolver
 }
 
+// DefaultCatchUpTimeout is --catch-up-timeout's default: the control
+// group holds the replicated regions, so a member joining a cluster with
+// much data there needs a snapshot that takes a while to send and load.
+const DefaultCatchUpTimeout = 5 * time.Minute
+
 // Default is a working single-node cluster in ./kvdata on :8080.
 func Default() Config {
 	host, err := os.Hostname()
@@ -128,10 +151,12 @@ func Default() Config {
 		GossipAddr:        ":7946",
 		BootstrapExpect:   1,
 		PartitionGroups:   4,
+		AutoRebalance:     true,
 		ReplicationFactor: 3,
 		LogLevel:          "info",
 		LogFormat:         "text",
 		DeadMemberTimeout: 72 * time.Hour,
+		CatchUpTimeout:    DefaultCatchUpTimeout,
 		RequestTimeout:    rest.DefaultRequestTimeout,
 		ShutdownTimeout:   20 * time.Second,
 		MaxBodySize:       rest.DefaultMaxBodyBytes,
@@ -222,6 +247,9 @@ func (c Config) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
 	}
+	if c.CatchUpTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--catch-up-timeout %v: must be positive (0: never removed)", c.CatchUpTimeout))
+	}
 	if c.DeadMemberTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--dead-member-timeout %v: must be positive", c.DeadMemberTimeout))
 	}
@@ -261,10 +289,31 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.validateClientCerts()...)
 	if err := rest.ValidateCORSOrigins(c.CORSOrigins); err != nil {
 		errs = append(errs, fmt.Errorf("--cors-origins: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// validateClientCerts checks --client-cert-auth and --client-ca: client
+// certificates are asked for in the REST port's TLS handshake, so they
+// need its certificate, and a CA to check them against.
+func (c Config) validateClientCerts() []error {
+	var errs []error
+	if c.ClientCA != "" && !c.ClientCertAuth {
+		errs = append(errs, errors.New("--client-ca is the CA of REST clients' certificates, which only --client-cert-auth asks for: add --client-cert-auth, or drop --client-ca"))
+	}
+	if !c.ClientCertAuth {
+		return errs
+	}
+	if c.TLSCert == "" || c.TLSKey == "" {
+		errs = append(errs, errors.New("--client-cert-auth needs --tls-cert and --tls-key: client certificates are asked for in the REST port's TLS handshake"))
+	}
+	if c.ClientCA == "" && c.TLSCA == "" {
+		errs = append(errs, errors.New("--client-cert-auth needs the CA of the clients' certificates: --client-ca, or --tls-ca (which also turns on mutual TLS between members)"))
+	}
+	return errs
 }
 
 // validPort reports whether s is a port number other than 0.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/oql"
+	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store"
 	"github.com/kvnode/kvnode/store/catalog"
@@ -28,15 +28,15 @@ import (
 type functionCluster struct {
 	store   *store.Store
 	regions *regions.API
-	members *cluster.Cluster
+	members trusted
 }
 
+// Members are the members a function may run on: alive, and proved
+// (a stranger in gossip is never sent a call).
 func (fc functionCluster) Members() []function.Member {
 	var out []function.Member
-	for _, m := range fc.members.Members() {
-		if m.Status == cluster.StatusAlive {
-			out = append(out, function.Member{Name: m.Name, Groups: m.Groups})
-		}
+	for _, m := range fc.members.Alive() {
+		out = append(out, function.Member{Name: m.Name, Groups: m.Groups})
 	}
 	return out
 }
@@ -49,7 +49,7 @@ func (fc functionCluster) RegionKind(ctx context.Context, name string) (bool, er
 	return info.Kind == region.Partition, nil
 }
 
-func (fc functionCluster) PartitionLeaders(ctx context.Context) (int, map[uint64]string, error) {
+func (fc functionCluster) PartitionLeaders(ctx context.Context) (partition.Table, map[uint64]string, error) {
 	return fc.store.PartitionLeaders(ctx)
 }
 
@@ -262,7 +262,7 @@ func (f functions) Undeploy(ctx context.Context, id string) error {
 }
 
 // newFunctions wires the function service of a node.
-func newFunctions(cfg Config, st *store.Store, regs *regions.API, queries *query.Engine, cat *catalog.Catalog, members *cluster.Cluster, restURL string) (functions, error) {
+func newFunctions(cfg Config, st *store.Store, regs *regions.API, queries *query.Engine, cat *catalog.Catalog, members trusted, restURL string) (functions, error) {
 	ds := deployments{catalog: cat}
 	reg, err := function.NewRegistry(function.Limits{Timeout: cfg.FunctionTimeout}, ds, function.Builtins()...)
 	if err != nil {

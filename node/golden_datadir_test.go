@@ -494,17 +494,18 @@ func waitIndexBuilt(t *testing.T, nodes []*node.Node, r string, ix goldenIndex, 
 		if info.Kind == region.Replicate {
 			id, _ := control.RegionID(r)
 			waitfor.Cond(t, 30*time.Second, fmt.Sprintf("%s: index %s to cover %d entries", n.Name(), ix.Name, want), func() bool {
-				return control.IndexLen(r, id, ix.Name) == want
+				return control.Indexes().Len(r, id, ix.Name) == want
 			})
 			continue
 		}
 		// A partitioned region's index lives in each partition group: the
 		// replicas this member hosts cover their groups' entries, and every
 		// group is hosted somewhere.
-		p, err := n.Store().Router().PartitionCount(t.Context())
+		table, err := n.Store().Router().Placement(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
+		p := table.P()
 		waitfor.Cond(t, 30*time.Second, fmt.Sprintf("index %s to cover %d entries over the partition groups", ix.Name, want), func() bool {
 			covered := 0
 			for gid := uint64(1); gid <= uint64(p); gid++ {
@@ -519,7 +520,7 @@ func waitIndexBuilt(t *testing.T, nodes []*node.Node, r string, ix goldenIndex, 
 					if !ok {
 						return false
 					}
-					part, found = f.IndexLen(r, id, ix.Name), true
+					part, found = f.Indexes().Len(r, id, ix.Name), true
 					break
 				}
 				if !found {

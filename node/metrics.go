@@ -26,7 +26,8 @@ import (
 // API makes; REST requests and logins by the REST server itself
 // (rest.Config.Observer). GET /metrics on the REST port needs CLUSTER:READ;
 // --metrics-addr serves the same on a plain listener of its own, without
-// authentication, for scrapers (as etcd's --listen-metrics-urls).
+// authentication, for scrapers, with /livez and /readyz for probes (as
+// etcd's --listen-metrics-urls serves /metrics and /health).
 
 // newMetrics builds n's registry; its sources read n's store and gossip
 // when scraped, so they may be set up before either starts.
@@ -88,6 +89,9 @@ func (n *Node) gossipMetrics() metrics.GossipState {
 		}
 	}
 	g.HealthScore = n.cluster.HealthScore()
+	if n.admission != nil {
+		g.Refused = n.admission.Refused()
+	}
 	return g
 }
 
@@ -127,7 +131,7 @@ func (f measuredFunctions) Execute(ctx context.Context, req function.Request) ([
 	return results, has, err
 }
 
-// metricsServer serves /metrics alone on --metrics-addr.
+// metricsServer serves /metrics, /livez and /readyz on --metrics-addr.
 type metricsServer struct {
 	ln     net.Listener
 	srv    *http.Server
@@ -144,10 +148,16 @@ func listenMetrics(addr string, logger *slog.Logger) (*metricsServer, error) {
 	return &metricsServer{ln: ln, logger: logger}, nil
 }
 
-// serve serves h at /metrics, without authentication or TLS.
-func (m *metricsServer) serve(h http.Handler) {
+// serve serves metrics at /metrics, and api's /livez and /readyz, without
+// authentication or TLS: what probes and scrapers need when the REST port
+// asks for what they cannot give (a client certificate, as etcd's
+// --listen-metrics-urls serves /metrics and /health). Nothing else of api
+// is reachable here.
+func (m *metricsServer) serve(metrics, api http.Handler) {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
+	mux.Handle("GET /metrics", metrics)
+	mux.Handle("GET /livez", api) // and HEAD
+	mux.Handle("GET /readyz", api)
 	m.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -159,7 +169,7 @@ func (m *metricsServer) serve(h http.Handler) {
 			m.logger.Warn("metrics listener stopped", "error", err)
 		}
 	}()
-	m.logger.Info("metrics listener on: /metrics is served there without authentication", "addr", m.ln.Addr().String())
+	m.logger.Info("metrics listener on: /metrics, /livez and /readyz are served there without authentication", "addr", m.ln.Addr().String())
 }
 
 // Addr is the address the metrics listener listens on.

@@ -182,7 +182,8 @@ func nodeIndex(nodes []*node.Node, n *node.Node) int {
 // TestMetricsSecurity: with security on, the REST port's /metrics is 401
 // without credentials, 403 for a user without CLUSTER:READ and served to
 // one with it, and refused logins are counted; --metrics-addr serves
-// /metrics alone, without credentials, and nothing else.
+// /metrics and the probes /livez and /readyz, without credentials, and
+// nothing else.
 func TestMetricsSecurity(t *testing.T) {
 	dir := t.TempDir()
 	hash := func(pw string) string {
@@ -242,8 +243,16 @@ func TestMetricsSecurity(t *testing.T) {
 	if v, _ := s.Get("kvnode_http_requests_total", map[string]string{"route": "/metrics", "code": "403"}); v != 1 {
 		t.Errorf("kvnode_http_requests_total{route=/metrics,code=403} = %v, want 1", v)
 	}
-	if code, _ := get(t, plain+"/kv/v1", "ops", "ops-pw"); code != 404 {
-		t.Errorf("GET /kv/v1 on --metrics-addr = %d, want 404: it serves /metrics alone", code)
+	for _, probe := range []string{"/livez", "/readyz"} {
+		waitfor.Cond(t, 20*time.Second, "GET "+probe+" on --metrics-addr to answer 200 without credentials", func() bool {
+			code, _ := get(t, plain+probe, "", "")
+			return code == 200
+		})
+	}
+	for _, path := range []string{"/kv/v1", "/kv/v1/ping", "/management/v1/cluster", "/console/"} {
+		if code, _ := get(t, plain+path, "ops", "ops-pw"); code != 404 {
+			t.Errorf("GET %s on --metrics-addr = %d, want 404: it serves /metrics and the probes alone", path, code)
+		}
 	}
 
 	cfg := node.Default()

@@ -24,9 +24,11 @@ import (
 	"github.com/kvnode/kvnode/rest"
 	"github.com/kvnode/kvnode/rest/watch"
 	"github.com/kvnode/kvnode/store"
+	"github.com/kvnode/kvnode/store/admission"
 	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/expiry"
 	"github.com/kvnode/kvnode/store/query"
+	"github.com/kvnode/kvnode/store/rebalance"
 	"github.com/kvnode/kvnode/store/regions"
 	"github.com/kvnode/kvnode/store/transport"
 )
@@ -47,15 +49,19 @@ type Node struct {
 	metricsSrv *metricsServer
 	// tls is the node's TLS (nil parts: plain); auth its security file
 	// (nil: security off); files keeps both in force as they change.
-	tls      tlsSetup
-	auth     *auth.Authenticator
-	files    *reload.Watcher
-	store    *store.Store
-	regions  *regions.API
-	queries  *query.Engine
-	cluster  *cluster.Cluster
-	restURL  string
-	serveErr chan error
+	tls   tlsSetup
+	auth  *auth.Authenticator
+	files *reload.Watcher
+	store *store.Store
+	// admission checks the other members' identity; identity is this
+	// member's own, as it proves it to them.
+	admission *admission.Checker
+	identity  admission.Identity
+	regions   *regions.API
+	queries   *query.Engine
+	cluster   *cluster.Cluster
+	restURL   string
+	serveErr  chan error
 
 	cancel   context.CancelFunc
 	stopOnce sync.Once
@@ -182,6 +188,22 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.tls.internalServer != nil {
 		storeLn = tls.NewListener(internalLn, n.tls.internalServer)
 	}
+	// Members prove who they are over the internal port before they join
+	// a Raft group (package admission). The checks dial as the store does,
+	// with a client of their own whose connections are dropped after
+	// every round: each check is a handshake of its own.
+	n.identity = admission.Identity{Name: cfg.Name, Addr: advInternal, Key: secret}
+	n.admission = admission.New(admission.Config{
+		Self:    n.identity,
+		TLS:     n.tls.internalClient != nil,
+		Members: n.cluster,
+		Caller: transport.NewClient(&transport.Dialer{
+			Net: &net.Dialer{Timeout: 2 * time.Second, LocalAddr: transport.SourceAddr(internalLn)},
+			TLS: n.tls.internalClient,
+		}, 64<<10, nil),
+		Logger:   logger.With("component", "admission"),
+		Observer: n.metrics,
+	})
 	n.store, err = store.New(store.Config{
 		NodeName:          cfg.Name,
 		DataDir:           cfg.DataDir,
@@ -191,11 +213,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BootstrapExpect:   cfg.BootstrapExpect,
 		JoinRequested:     len(cfg.Join) > 0,
 		JoinGrace:         cfg.JoinGrace,
-		Members:           n.cluster,
+		Members:           n.admission.Watch(n.cluster),
+		Admission:         n.admission,
 		Raft:              cfg.Raft,
 		DeadMemberTimeout: cfg.DeadMemberTimeout,
 		PromoteAfter:      cfg.PromoteAfter,
-		PartitionGroups:   cfg.PartitionGroups,
+		CatchUpTimeout:    cfg.CatchUpTimeout,
+		PartitionGroups:   initialGroups(cfg),
 		ReplicationFactor: cfg.ReplicationFactor,
 		// Every body the REST API accepts can be forwarded whole.
 		MaxFrameBytes: transport.FrameLimit(cfg.MaxBodySize),
@@ -210,18 +234,29 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.regions = regions.New(n.store.Router(), logger.With("component", "regions"))
 	n.queries = query.New(n.store.Router(), n.regions.Parts())
 	cat := catalog.New(n.store.Router())
-	fns, err := newFunctions(cfg, n.store, n.regions, n.queries, cat, n.cluster, n.restURL)
+	// Bucket moves and rebalances: recorded in the control group, carried
+	// out by its leader (package store/rebalance).
+	mover := rebalance.NewMover(n.store.Router(), n.regions.Parts(), logger.With("component", "rebalance"))
+	rebalanceOps := rebalance.NewOperations(n.store.Router())
+	fns, err := newFunctions(cfg, n.store, n.regions, n.queries, cat, trusted{n.cluster, n.admission}, n.restURL)
 	if err != nil {
 		return nil, err
 	}
 
+	n.store.HandleRPC("POST "+admission.Path, n.identity)
+
 	ctx, n.cancel = context.WithCancel(ctx)
+	go n.admission.Run(ctx.Done())
 	n.store.Start()
 	n.cluster.Start(ctx)
 	go expiry.Run(ctx, n.store.Router(), expiry.Interval, logger.With("component", "expiry"))
+	mover.Observer = n.metrics.Buckets()
+	auto := rebalance.Auto{Rebalance: cfg.AutoRebalance, Groups: cfg.PartitionGroupsAuto, Members: n.controlMembers}
+	go rebalance.NewRunner(rebalanceOps, mover, n.store.IsLeader, auto, logger.With("component", "rebalance")).Run(ctx, time.Second)
 
 	api := rest.New(rest.Config{
 		Auth:            n.auth,
+		ClientCertAuth:  cfg.ClientCertAuth,
 		Functions:       measuredFunctions{Functions: fns, metrics: n.metrics},
 		FunctionTimeout: cfg.FunctionTimeout,
 		RequestTimeout:  cfg.RequestTimeout,
@@ -234,13 +269,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Observer:        n.metrics.HTTP(),
 		Backup:          n.serveBackup(cfg, logger.With("component", "backup")),
 		RemoveMember:    n.store.RemoveMember,
+		Rebalances:      rebalances{rebalanceOps},
 		Watch: watch.Config{
 			MaxWatchers: cfg.MaxWatchers,
 			Buffer:      cfg.WatchBuffer,
 			Observer:    n.metrics.Watch(),
 			Logger:      logger.With("component", "watch"),
 		},
-	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, n.cluster, clusterView{store: n.store, members: n.cluster})
+	}, data{Store: n.store, API: n.regions, Engine: n.queries, Catalog: cat, metrics: n.metrics}, trusted{n.cluster, n.admission}, clusterView{store: n.store, members: n.cluster, admission: n.admission})
 	n.httpSrv = &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -263,7 +299,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	}()
 	if n.metricsSrv != nil {
-		n.metricsSrv.serve(n.metrics.Handler(true))
+		n.metricsSrv.serve(n.metrics.Handler(true), n.httpSrv.Handler)
 	}
 	if len(cfg.Regions) > 0 {
 		go func() {
@@ -273,11 +309,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}()
 	}
 	n.files.Start()
+	if n.tls.internalServer != nil && secret == nil {
+		logger.Warn("the internal port runs mutual TLS but gossip is not encrypted (no --gossip-key): anyone who reaches the gossip port can read the members' names and addresses, " +
+			"join gossip and be listed by /management/v1/cluster (as refused), and spread false failure reports and metadata that make members flap; " +
+			"it cannot join a Raft group, reach data or be listed by /servers (it has no certificate the internal port accepts). Set --gossip-key on every member to keep strangers out of gossip too")
+	}
 	abs, _ := filepath.Abs(cfg.DataDir)
 	logger.Info("kvnode started", "name", cfg.Name, "version", cfg.Version, "rest", n.restURL,
 		"http", n.httpLn.Addr().String(), "internal", advInternal, "gossip", n.cluster.LocalAddr(),
 		"data_dir", abs, "bootstrap_expect", cfg.BootstrapExpect, "join", cfg.Join,
-		"security", n.auth != nil, "pprof", cfg.PprofAddr, "metrics", cfg.MetricsAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "peer_names", cfg.PeerNames, "gossip_encrypted", secret != nil)
+		"security", n.auth != nil, "pprof", cfg.PprofAddr, "metrics", cfg.MetricsAddr, "tls_rest", n.tls.rest != nil, "tls_internal", n.tls.internalServer != nil, "peer_names", cfg.PeerNames, "client_cert_auth", cfg.ClientCertAuth, "gossip_encrypted", secret != nil)
+	if cfg.ClientCertAuth && n.auth == nil {
+		logger.Warn("--client-cert-auth without --security-file: every client certificate the client CA accepts may read, write and manage everything")
+	}
 	return n, nil
 }
 

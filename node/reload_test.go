@@ -247,26 +247,30 @@ func TestPeerNamesCluster(t *testing.T) {
 	}
 
 	intruder := ip.Start("intruder", 3)
-	var leader *node.Node
-	waitfor.Cond(t, 30*time.Second, "the leader to add the intruder to the control group from gossip", func() bool {
-		for _, name := range []string{"a", "b", "c"} {
-			n := ip.Nodes[name]
-			if !n.Store().IsLeader() {
-				continue
-			}
-			_, servers, err := n.Store().Configuration()
-			for _, srv := range servers {
-				if err == nil && srv.ID == "intruder" {
-					leader = n
-					return true
-				}
-			}
+	// No member takes it into a Raft group (it used to be added to the
+	// control group from gossip alone, issue 28): every member checks it
+	// over the internal port, and the handshake refuses its name.
+	leader := ip.Nodes["a"]
+	for _, name := range []string{"b", "c"} {
+		if ip.Nodes[name].Store().IsLeader() {
+			leader = ip.Nodes[name]
 		}
-		return false
-	})
+	}
 	waitfor.Cond(t, 30*time.Second, "the leader to refuse the intruder's certificate for its name", func() bool {
 		return logs.Seen(leader.Name(), "refused a peer's certificate", "reason=name", "billing.default.svc.cluster.local")
 	})
+	waitfor.Cond(t, 30*time.Second, "the intruder listed as refused, for its name", func() bool {
+		_, body := call(leader, "GET", "/management/v1/cluster", "")
+		return strings.Contains(body, `"name":"intruder"`) && strings.Contains(body, `"identity":"refused"`) && strings.Contains(body, "none of which --peer-names")
+	})
+	for _, name := range []string{"a", "b", "c"} {
+		_, servers, err := ip.Nodes[name].Store().Configuration()
+		for _, srv := range servers {
+			if err == nil && srv.ID == "intruder" {
+				t.Errorf("%s: the intruder is in the control group: %+v", name, servers)
+			}
+		}
+	}
 	code, body := get(t, "http://"+leader.MetricsAddr()+"/metrics", "", "")
 	if code != 200 {
 		t.Fatalf("GET /metrics = %d", code)
@@ -286,10 +290,12 @@ func TestPeerNamesCluster(t *testing.T) {
 	if code, _ := call(ip.Nodes["a"], "GET", "/kv/v1/orders/intruder", ""); code != 404 {
 		t.Errorf("the intruder's write is in the cluster (GET = %d)", code)
 	}
-	// A function run on every member makes the intruder dial the others.
-	if code, body := call(intruder, "POST", "/kv/v1/functions/MemberInfo", ""); code == 200 {
-		t.Errorf("a function the intruder ran on the members succeeded: %s", body)
+	// The intruder trusts none of the members either (it cannot prove
+	// them): a function it runs on every member runs on itself alone.
+	if code, body := call(intruder, "POST", "/kv/v1/functions/MemberInfo", ""); code != 200 || strings.Count(body, `"name":`) != 1 {
+		t.Errorf("a function the intruder ran on the members = %d %s, want itself alone", code, body)
 	}
+	// Its own identity checks make it dial the others, which refuse it.
 	waitfor.Cond(t, 10*time.Second, "a member to refuse the intruder's own connection", func() bool {
 		for _, name := range []string{"a", "b", "c"} {
 			if logs.Seen(name, "refused a peer's certificate", "direction=inbound", "billing.default.svc.cluster.local", "remote=127.0.0.1:") {

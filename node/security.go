@@ -21,17 +21,18 @@ type tlsSetup struct {
 }
 
 // loadFiles loads the files a node keeps in force while it serves
-// (--tls-cert and --tls-key, --tls-ca, --security-file) into n.tls and
-// n.auth, and returns the watcher that reloads them when they change on
-// disk and on SIGHUP (Node.Reload). A file that does not load fails the
-// start; later, it leaves the previous one in force.
+// (--tls-cert and --tls-key, --tls-ca, --client-ca, --security-file) into
+// n.tls and n.auth, and returns the watcher that reloads them when they
+// change on disk and on SIGHUP (Node.Reload). A file that does not load
+// fails the start; later, it leaves the previous one in force.
 //
 // The certificate serves the REST port; with a CA it also authenticates
 // this node on the internal port, where every peer must present a
 // certificate that CA signed and, with --peer-names, that names it so.
 // Peers are checked by chain and names, not by the address dialled:
 // members dial each other at addresses gossip advertises (often IPs that
-// change as pods move).
+// change as pods move). With --client-cert-auth the REST port requires a
+// client certificate of --client-ca (--tls-ca without it) too.
 func (n *Node) loadFiles(cfg Config) (*reload.Watcher, error) {
 	w := reload.NewWatcher(reload.Options{Logger: n.logger.With("component", "reload"), Observer: n.metrics})
 	if cfg.TLSCert == "" && cfg.TLSKey == "" {
@@ -58,6 +59,14 @@ func (n *Node) loadFiles(cfg Config) (*reload.Watcher, error) {
 			n.tls.internalServer = material.InternalServerConfig()
 			n.tls.internalClient = material.InternalClientConfig()
 		}
+		if cfg.ClientCA != "" {
+			if err := w.Add(reload.File{Name: "client-ca", Title: "client CA", Paths: []string{cfg.ClientCA}, Load: material.LoadClientCA}); err != nil {
+				return nil, fmt.Errorf("load --client-ca: %w", err)
+			}
+		}
+		if cfg.ClientCertAuth {
+			n.tls.rest = material.ClientAuthConfig()
+		}
 	}
 	if cfg.SecurityFile != "" {
 		err := w.Add(reload.File{Name: "security", Title: "security file", Paths: []string{cfg.SecurityFile}, Load: func([][]byte) ([]slog.Attr, error) {
@@ -75,7 +84,7 @@ func (n *Node) loadFiles(cfg Config) (*reload.Watcher, error) {
 	return w, nil
 }
 
-// Reload re-reads the TLS certificate and key, the CA and the security
+// Reload re-reads the TLS certificate and key, the CAs and the security
 // file, as cmd/kvnode does on SIGHUP; each is also reloaded when it
 // changes on disk. A file that does not load leaves the one before it in
 // force. Every outcome is logged, and the refusals are returned.

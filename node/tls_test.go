@@ -87,31 +87,29 @@ func TestMutualTLSCluster(t *testing.T) {
 	}
 
 	// A member whose certificate another CA signed gossips (it has the
-	// key) but cannot talk Raft or RPC: it never gets the data, and
-	// writes through it fail. Proof that it could have got the data: the
-	// leader took it into the control group (as a non-voter, from gossip)
-	// and tried to replicate to it, and the TLS handshake refused it.
+	// key) but cannot talk Raft or RPC: it never gets the data, writes
+	// through it fail, and no member takes it into a Raft group (issue
+	// 28: it used to be added to the control group from gossip alone).
+	// Proof that it was looked at: the members checked it over the
+	// internal port, refused its certificate, and list it as refused.
 	rogue := ip.Start("rogue", 3)
-	var leader *node.Node
-	waitfor.Cond(t, 30*time.Second, "the leader to add the rogue member to the control group", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the members to refuse the rogue member's certificate", func() bool {
 		for _, name := range []string{"a", "b", "c"} {
-			n := ip.Nodes[name]
-			if !n.Store().IsLeader() {
-				continue
-			}
-			_, servers, err := n.Store().Configuration()
-			for _, srv := range servers {
-				if err == nil && srv.ID == "rogue" {
-					leader = n
-					return true
-				}
+			_, body := httpsCall(ip.Nodes[name], "GET", "/management/v1/cluster", "")
+			if !strings.Contains(body, `"name":"rogue"`) || !strings.Contains(body, `"identity":"refused"`) || !strings.Contains(body, "not from the cluster's CA") {
+				return false
 			}
 		}
-		return false
+		return logs.Seen("a", "refused a member", "member=rogue")
 	})
-	waitfor.Cond(t, 30*time.Second, "the leader's replication to the rogue member to fail on its certificate", func() bool {
-		return logs.Seen(leader.Name(), "failed to appendEntries to", "rogue", "certificate")
-	})
+	for _, name := range []string{"a", "b", "c"} {
+		_, servers, err := ip.Nodes[name].Store().Configuration()
+		for _, srv := range servers {
+			if err == nil && srv.ID == "rogue" {
+				t.Errorf("%s: the rogue member is in the control group: %+v", name, servers)
+			}
+		}
+	}
 	if gs := rogue.Store().Status().Groups; len(gs) != 1 || gs[0].HasState || gs[0].AppliedIndex != 0 {
 		t.Errorf("the member with a foreign certificate has Raft state %+v, want none", gs)
 	}

@@ -1,18 +1,13 @@
 package partition
 
-import (
-	"hash/fnv"
-)
+import "github.com/kvnode/kvnode/region"
 
-// Buckets is the number of buckets keys hash into, as in Geode.
-const Buckets = 113
+// Buckets is the number of buckets keys hash into, as in Geode
+// (region.Buckets: the state machine knows buckets too).
+const Buckets = region.Buckets
 
-// Bucket is fnv64a(key bytes) mod Buckets.
-func Bucket(key string) int {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(key))
-	return int(h.Sum64() % Buckets)
-}
+// Bucket is fnv64a(key bytes) mod Buckets (region.Bucket).
+func Bucket(key string) int { return region.Bucket(key) }
 
 // ControlGroup is the ID of Raft group 0, the control group (region
 // definitions, metadata, the partition table, replicated regions):

@@ -407,3 +407,57 @@ func BenchmarkPlan(b *testing.B) {
 		_ = Plan(tb, names(9))
 	}
 }
+
+// TestTableOwners: a table without owners places bucket b in 1 + b mod P
+// and encodes as tables always did (no "owners" field, which members of
+// earlier releases would refuse); with owners, every bucket is where they
+// say, they round-trip, and an owner outside 1..P or a wrong count is
+// refused.
+func TestTableOwners(t *testing.T) {
+	tab, err := NewTable(4, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := 0; b < Buckets; b++ {
+		if tab.Owner(b) != GroupOf(b, 4) {
+			t.Fatalf("bucket %d: owner %d, want %d", b, tab.Owner(b), GroupOf(b, 4))
+		}
+	}
+	if k := "order-17"; tab.GroupFor(k) != GroupForKey(k, 4) {
+		t.Fatalf("GroupFor(%q) = %d, want %d", k, tab.GroupFor(k), GroupForKey(k, 4))
+	}
+	raw, err := Encode(tab)
+	if err != nil || strings.Contains(string(raw), "owners") {
+		t.Fatalf("a table without owners encodes as %s (%v)", raw, err)
+	}
+
+	moved := tab.Clone()
+	moved.Owners = make([]uint64, Buckets)
+	for b := range moved.Owners {
+		moved.Owners[b] = tab.Owner(b)
+	}
+	moved.Owners[7] = 1
+	if moved.Equal(tab) {
+		t.Fatal("a moved bucket leaves the table equal")
+	}
+	if got := moved.BucketsOf(1); !slices.Contains(got, 7) || len(got) != len(tab.BucketsOf(1))+1 {
+		t.Fatalf("BucketsOf(1) after the move: %v", got)
+	}
+	raw, err = Encode(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(raw)
+	if err != nil || !back.Equal(moved) || back.Owner(7) != 1 {
+		t.Fatalf("round trip: %v, %+v", err, back.Owners)
+	}
+	bad := moved.Clone()
+	bad.Owners[3] = 5
+	if _, err := Encode(bad); err == nil {
+		t.Fatal("an owner outside 1..P was accepted")
+	}
+	bad.Owners = bad.Owners[:10]
+	if err := bad.Validate(); err == nil {
+		t.Fatal("ten owners were accepted")
+	}
+}

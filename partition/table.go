@@ -20,11 +20,49 @@ type Group struct {
 	Bootstrapped bool `json:"bootstrapped"`
 }
 
-// Table is the partition table: every partition group and where it lives.
-// It is stored in group 0 as JSON.
+// Table is the partition table: every partition group and where it lives,
+// and which group owns each bucket. It is stored in group 0 as JSON.
 type Table struct {
 	RF     int     `json:"replicationFactor"`
 	Groups []Group `json:"groups"` // Groups[i].ID == i+1; len(Groups) is P
+	// Owners, when set, is the group that owns each bucket: Owners[b] for
+	// bucket b, one of 1..P. Nil is the placement every table starts with,
+	// 1 + b mod P (GroupOf), which a table keeps until a bucket first
+	// moves: members of releases before bucket ownership read such a
+	// table (they refuse fields they do not know).
+	Owners []uint64 `json:"owners,omitempty"`
+	// Moves are the buckets moving between groups now (the store's mover
+	// drives them; see Move).
+	Moves []Move `json:"moves,omitempty"`
+}
+
+// Move is a bucket moving from group From, its owner until the move ends,
+// to group To. ID names the move in the groups' logs (their steps of
+// another move are refused). Switching is set just before the source
+// releases the bucket and the target adopts it: until the move ends, which
+// of the two serves the bucket is not known from the table, so a read of
+// every group begun then goes again once it has ended.
+type Move struct {
+	Bucket    int    `json:"bucket"`
+	From      uint64 `json:"from"`
+	To        uint64 `json:"to"`
+	ID        uint64 `json:"id"`
+	Switching bool   `json:"switching,omitempty"`
+}
+
+// Switching reports whether some bucket is in the switch of its move.
+func (t Table) Switching() bool {
+	return slices.ContainsFunc(t.Moves, func(m Move) bool { return m.Switching })
+}
+
+// Moving is the move of bucket b under way, if any.
+func (t Table) Moving(b int) (Move, bool) {
+	for _, m := range t.Moves {
+		if m.Bucket == b {
+			return m, true
+		}
+	}
+	return Move{}, false
 }
 
 // NewTable returns a table of groups groups (1..Buckets) and replication
@@ -75,12 +113,54 @@ func (t Table) Validate() error {
 			return fmt.Errorf("partition table: group %d: bootstrapper %q is not a member", g.ID, g.Bootstrapper)
 		}
 	}
+	if t.Owners != nil {
+		if len(t.Owners) != Buckets {
+			return fmt.Errorf("partition table: %d bucket owners, want %d", len(t.Owners), Buckets)
+		}
+		for b, gid := range t.Owners {
+			if gid < 1 || gid > uint64(len(t.Groups)) {
+				return fmt.Errorf("partition table: bucket %d is owned by group %d, not one of 1..%d", b, gid, len(t.Groups))
+			}
+		}
+	}
+	moving := map[int]bool{}
+	for _, m := range t.Moves {
+		switch {
+		case m.Bucket < 0 || m.Bucket >= Buckets || moving[m.Bucket]:
+			return fmt.Errorf("partition table: a move of bucket %d (a bucket moves once at a time)", m.Bucket)
+		case m.From == m.To || m.To < 1 || m.To > uint64(len(t.Groups)) || m.From != t.Owner(m.Bucket) || m.ID == 0:
+			return fmt.Errorf("partition table: the move of bucket %d from group %d to %d (id %x) does not fit the table", m.Bucket, m.From, m.To, m.ID)
+		}
+		moving[m.Bucket] = true
+	}
 	return nil
+}
+
+// Owner is the group that owns bucket b.
+func (t Table) Owner(b int) uint64 {
+	if t.Owners != nil {
+		return t.Owners[b]
+	}
+	return GroupOf(b, len(t.Groups))
+}
+
+// GroupFor is the group that owns key's bucket.
+func (t Table) GroupFor(key string) uint64 { return t.Owner(Bucket(key)) }
+
+// BucketsOf lists, ascending, the buckets group id owns.
+func (t Table) BucketsOf(id uint64) []int {
+	var out []int
+	for b := 0; b < Buckets; b++ {
+		if t.Owner(b) == id {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Clone returns a deep copy.
 func (t Table) Clone() Table {
-	out := Table{RF: t.RF, Groups: make([]Group, len(t.Groups))}
+	out := Table{RF: t.RF, Groups: make([]Group, len(t.Groups)), Owners: slices.Clone(t.Owners), Moves: slices.Clone(t.Moves)}
 	for i, g := range t.Groups {
 		g.Members = append([]string{}, g.Members...)
 		out.Groups[i] = g
@@ -109,7 +189,7 @@ func (t Table) HostedBy(member string) []uint64 {
 
 // Equal reports whether two tables are the same.
 func (t Table) Equal(o Table) bool {
-	if t.RF != o.RF || len(t.Groups) != len(o.Groups) {
+	if t.RF != o.RF || len(t.Groups) != len(o.Groups) || !slices.Equal(t.Owners, o.Owners) || !slices.Equal(t.Moves, o.Moves) {
 		return false
 	}
 	for i, g := range t.Groups {

@@ -44,6 +44,11 @@ var (
 	// unknown (leadership lost or deadline passed while committing). It may or
 	// may not have been applied.
 	ErrIndeterminate = errors.New("outcome unknown: the write may or may not have been applied")
+	// ErrWrongGroup: the key's bucket is not served by this partition
+	// group now: it is moving to another group, or has moved. Nothing was
+	// written; the request goes again to the owner the partition table
+	// names once it changes (the store and package regions retry it).
+	ErrWrongGroup = errors.New("the key's bucket is moving or has moved to another partition group")
 	// ErrMemberNotFound: no member of that name is in the cluster's
 	// control group (DELETE /management/v1/members/{name}).
 	ErrMemberNotFound = errors.New("member not found")

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/kvnode/kvnode/internal/chunked"
 )
 
 // NormalizeValue checks that raw is one JSON object and returns it compacted.
 // Compacting removes insignificant whitespace only: member order, number
 // spelling (10.0 stays 10.0, big integers keep every digit) and string escapes
-// are kept, so a value reads back exactly as it was sent.
+// are kept, so a value reads back exactly as it was sent. A value sent
+// compact is returned as a sub-slice of raw, not copied.
 func NormalizeValue(raw []byte) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 {
@@ -24,15 +27,78 @@ func NormalizeValue(raw []byte) (json.RawMessage, error) {
 	if !utf8.Valid(trimmed) {
 		return nil, fmt.Errorf("%w: the value is not valid UTF-8", ErrInvalid)
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(trimmed))
-	if err := json.Compact(&buf, trimmed); err != nil {
+	if !json.Valid(trimmed) {
+		// json.Compact's error says what is wrong and where.
+		var sink bytes.Buffer
+		err := json.Compact(&sink, trimmed)
 		return nil, fmt.Errorf("%w: malformed JSON: %v", ErrInvalid, err)
 	}
-	if d := depth(buf.Bytes()); d > MaxValueDepth {
+	v := Compact(trimmed)
+	if d := depth(v); d > MaxValueDepth {
 		return nil, fmt.Errorf("%w: the value nests %d levels deep; at most %d are allowed", ErrInvalid, d, MaxValueDepth)
 	}
-	return json.RawMessage(buf.Bytes()), nil
+	return json.RawMessage(v), nil
+}
+
+// Compact is valid JSON b without the whitespace outside its strings, as
+// json.Compact makes it: b itself when it has none (a value sent compact,
+// the common case, is not copied), else a copy made a step at a time
+// (internal/chunked: json.Compact copies a long string, and
+// bytes.Buffer.Grow clears its buffer, in one unpreemptible call, which
+// stalled a member for a 100 MiB value). b must be valid JSON.
+func Compact(b []byte) []byte {
+	first := firstSpace(b)
+	if first < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	out = chunked.Append(out, b[:first])
+	inString, escaped := false, false
+	start := first
+	for i := first; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			out = chunked.Append(out, b[start:i])
+			start = i + 1
+		}
+	}
+	return chunked.Append(out, b[start:])
+}
+
+// firstSpace is the index of the first whitespace outside a string in
+// valid JSON b, or -1.
+func firstSpace(b []byte) int {
+	inString, escaped := false, false
+	for i, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return i
+		}
+	}
+	return -1
 }
 
 // CheckCompacted checks a value cut from a body that json.Compact has

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/kvnode/kvnode/rest/operations"
 	"github.com/labstack/echo/v4"
 )
 
@@ -100,4 +101,49 @@ func (s *Server) ready(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusOK)
+}
+
+// The rebalance operations (package rest/operations says what is
+// answered), 404 without Config.Rebalances: POST starts one (202), PATCH
+// /management/v1/partitions {"groups": N} starts one that grows the
+// partition groups to N first, GET lists them or reads one.
+func (s *Server) mgmtRebalances(c echo.Context) error {
+	ctx, reb := c.Request().Context(), s.cfg.Rebalances
+	if reb == nil || s.cluster == nil {
+		return echo.ErrNotFound
+	}
+	switch id := c.Param("id"); {
+	case c.Request().Method == http.MethodGet && id != "":
+		op, err := reb.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		return writeDoc(c, http.StatusOK, operations.One(op, managementPrefix))
+	case c.Request().Method == http.MethodGet:
+		ops, err := reb.List(ctx)
+		if err != nil {
+			return err
+		}
+		return writeDoc(c, http.StatusOK, operations.All(ops, managementPrefix))
+	}
+	groups := 0
+	if c.Request().Method == http.MethodPatch {
+		body, err := s.readJSONBody(c)
+		if err != nil {
+			return err
+		}
+		view, err := s.cluster.PartitionsView(ctx)
+		if err != nil {
+			return err
+		}
+		if groups, err = operations.GroupsRequest(body, view.PartitionGroups); err != nil {
+			return err
+		}
+	}
+	op, err := reb.Start(ctx, groups)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, managementPrefix+operations.Path+"/"+op.ID)
+	return writeDoc(c, http.StatusAccepted, operations.Started(op, managementPrefix))
 }

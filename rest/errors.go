@@ -65,6 +65,7 @@ func errorStatuses() []errorStatus {
 		{is(errUnsupportedMediaType), http.StatusUnsupportedMediaType},
 		{is(middleware.ErrUnsupportedEncoding), http.StatusUnsupportedMediaType},
 		{is(region.ErrNoLeader), http.StatusServiceUnavailable},
+		{is(region.ErrWrongGroup), http.StatusServiceUnavailable},
 		{is(watch.ErrTooManyWatchers), http.StatusServiceUnavailable},
 		{is(region.ErrNotLeader), http.StatusServiceUnavailable},
 		{is(region.ErrIndeterminate), http.StatusServiceUnavailable},

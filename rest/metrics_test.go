@@ -25,6 +25,8 @@ type recordingObserver struct {
 	requests  []observed
 	bad       int
 	throttled int
+	// unknownCert counts certificates whose common name is no user.
+	unknownCert int
 }
 
 func (o *recordingObserver) ObserveRequest(route, method string, status int, elapsed time.Duration) {
@@ -33,13 +35,16 @@ func (o *recordingObserver) ObserveRequest(route, method string, status int, ela
 	o.requests = append(o.requests, observed{route, method, status})
 }
 
-func (o *recordingObserver) LoginFailed(throttled bool) {
+func (o *recordingObserver) LoginFailed(reason string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if throttled {
+	switch reason {
+	case "throttled":
 		o.throttled++
-	} else {
+	case "bad_credentials":
 		o.bad++
+	case "unknown_certificate_user":
+		o.unknownCert++
 	}
 }
 

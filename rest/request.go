@@ -3,13 +3,13 @@ package rest
 import (
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kvnode/kvnode/internal/chunked"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest/input"
 )
@@ -96,7 +96,8 @@ func (s *Server) readJSONBody(c echo.Context) ([]byte, error) {
 	if err != nil || mt != echo.MIMEApplicationJSON {
 		return nil, fmt.Errorf("%w: Content-Type %q is not application/json", errUnsupportedMediaType, ct)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxBodyBytes))
+	// Not io.ReadAll: its growth copies unpreemptibly (package chunked).
+	body, err := chunked.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.cfg.MaxBodyBytes), req.ContentLength, -1)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

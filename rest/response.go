@@ -20,6 +20,9 @@ const (
 	headerContentLocation = "Content-Location"
 	headerResourceCount   = "Resource-Count"
 	headerRetryAfter      = "Retry-After"
+	// headerClientCN is the common name of the verified client
+	// certificate a request came with (Config.ClientCertAuth).
+	headerClientCN = "Kvnode-Client-Certificate-CN"
 )
 
 // writeJSON answers status with body, which is already JSON. A HEAD answer

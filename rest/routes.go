@@ -7,17 +7,19 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kvnode/kvnode/rest/access"
 	"github.com/kvnode/kvnode/rest/console"
 	"github.com/kvnode/kvnode/rest/middleware"
 	"github.com/kvnode/kvnode/rest/openapi"
+	"github.com/kvnode/kvnode/rest/operations"
 )
 
 // Path prefixes of the two APIs, and Geode's name for the first, which is
 // served as an alias of it (middleware.AliasPrefix), so that a Geode client
 // works by changing only the host.
 const (
-	kvPrefix         = "/kv/v1"
-	managementPrefix = "/management/v1"
+	kvPrefix         = access.KVPrefix
+	managementPrefix = access.ManagementPrefix
 	geodePrefix      = "/geode/v1"
 )
 
@@ -27,7 +29,7 @@ const (
 	openAPIPath = "/openapi.json"
 	docsPath    = "/docs"
 	consolePath = "/console"
-	metricsPath = "/metrics"
+	metricsPath = access.MetricsPath
 )
 
 // routes registers every route of the server; this file is the one place
@@ -114,6 +116,10 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
 	s.handle(http.MethodDelete, managementPrefix+"/members/:name", s.mgmtRemoveMember)
+	s.handle(http.MethodPatch, managementPrefix+"/partitions", s.mgmtRebalances)
+	s.handle(http.MethodPost, managementPrefix+operations.Path, s.mgmtRebalances)
+	s.handle(http.MethodGet, managementPrefix+operations.Path, s.mgmtRebalances)
+	s.handle(http.MethodGet, managementPrefix+operations.Path+"/:id", s.mgmtRebalances)
 	s.handle(http.MethodGet, managementPrefix+"/backup", func(c echo.Context) error {
 		if s.cfg.Backup == nil {
 			return echo.ErrNotFound

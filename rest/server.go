@@ -12,6 +12,7 @@ import (
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/rest/middleware"
+	"github.com/kvnode/kvnode/rest/operations"
 	"github.com/kvnode/kvnode/rest/watch"
 )
 
@@ -33,9 +34,13 @@ type Config struct {
 	// MaxQueryRows caps a query's result; a larger one answers 500.
 	// Default 100,000.
 	MaxQueryRows int
-	// Auth, when set, turns security on: HTTP Basic credentials and
-	// Geode-style permissions on every request but /ping.
+	// Auth, when set, turns security on: credentials and Geode-style
+	// permissions on every request but the probes and static pages.
 	Auth *auth.Authenticator
+	// ClientCertAuth says the listener's TLS handshake requires a client
+	// certificate and verifies it (node's --client-cert-auth): a request
+	// without Basic credentials is then its certificate's common name.
+	ClientCertAuth bool
 	// Functions runs server-side functions; nil answers 404 on their paths.
 	Functions Functions
 	// FunctionTimeout bounds a function call (instead of RequestTimeout).
@@ -58,6 +63,9 @@ type Config struct {
 	// RemoveMember answers DELETE /management/v1/members/{name} (store's
 	// RemoveMember); nil: 404.
 	RemoveMember func(ctx context.Context, name string) error
+	// Rebalances runs Geode's rebalance operations and grows the
+	// partition groups (package rest/operations); nil: 404.
+	Rebalances operations.Rebalances
 	// Watch tunes GET /kv/v1/watch (package watch). Its Compile, when
 	// nil, is oql's continuous queries (continuousQuery).
 	Watch watch.Config
@@ -70,9 +78,9 @@ type Observer interface {
 	// the route template that served it ("/kv/v1/:region/:keys", never
 	// the path the client sent), empty when no route matched.
 	ObserveRequest(route, method string, status int, elapsed time.Duration)
-	// LoginFailed: HTTP Basic credentials were refused, or throttled
-	// (too many failures from the client's address).
-	LoginFailed(throttled bool)
+	// LoginFailed: credentials were refused, for reason (auth.Login's
+	// Refusal: bad_credentials, throttled, unknown_certificate_user).
+	LoginFailed(reason string)
 }
 
 // ValidateCORSOrigins checks Config.CORSOrigins: each is "*" or an origin

@@ -118,4 +118,10 @@ type MemberView struct {
 	// Suffrage is voter or nonvoter in the control group, empty when the
 	// member is not part of it.
 	Suffrage string `json:"suffrage"`
+	// Identity is verified, unverified or refused by the answering
+	// member's identity checks (store/admission), Reason why it is not
+	// verified, IdentitySince since when (RFC 3339); empty when unchecked.
+	Identity      string `json:"identity,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	IdentitySince string `json:"identitySince,omitempty"`
 }

@@ -57,7 +57,7 @@ func (r *Router) confirmLeadership(g *raftgroup.Group, term uint64) error {
 		err  error
 	}
 	answers := make(chan answer, len(others))
-	addrs := memberAddrs{r.cfg.Members}
+	addrs := memberAddrs(r.cfg.Members)
 	for _, srv := range others {
 		go func() {
 			a, _ := addrs.ServerAddr(srv.ID)

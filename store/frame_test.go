@@ -337,7 +337,7 @@ func TestHaltedGroupStopsOnlyThatGroup(t *testing.T) {
 func queryOpts() oql.Options { return oql.Options{MaxRows: 100000} }
 
 // TestLargeCommandIsStaged: a command over stageAbove travels as chunks of
-// fsm.StageChunkBytes plus a commit (one 100 MiB entry used to cost every
+// codec.StageChunkBytes plus a commit (one 100 MiB entry used to cost every
 // follower seconds of quadratic decoding, and the leader its lease), and is
 // applied whole on every replica.
 func TestLargeCommandIsStaged(t *testing.T) {

@@ -86,7 +86,7 @@ func (gs *groupSet) open(gid uint64, dir string, fo fsm.Options) (*raftgroup.Gro
 		Dir:     dir,
 		LocalID: gs.self,
 		Layer:   &transport.RaftLayer{Listener: ln, Group: gid, Dialer: gs.dialer},
-		Addrs:   memberAddrs{gs.members},
+		Addrs:   memberAddrs(gs.members),
 		Raft:    gs.raft,
 		Logs:    gs.logs.Group(gid),
 		FSM:     fo,

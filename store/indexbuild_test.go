@@ -49,7 +49,7 @@ func TestCreateIndexReturnsOnceBuiltHere(t *testing.T) {
 			} else if g.ID() != controlGroup {
 				continue
 			}
-			l := g.FSM().IndexLen(name, id, "byCust")
+			l := g.FSM().Indexes().Len(name, id, "byCust")
 			if l < 0 {
 				t.Fatalf("region %s: group %d has no index byCust right after CreateIndex returned", name, g.ID())
 			}

@@ -26,7 +26,7 @@ func (r *Router) AwaitIndexes(ctx context.Context, version uint64) {
 	}
 	r.SyncIndexes()
 	for _, g := range r.groups.sorted() {
-		if g.FSM().WaitIndexes(ctx) != nil {
+		if g.FSM().Indexes().Wait(ctx) != nil {
 			return
 		}
 	}
@@ -48,8 +48,8 @@ func (r *Router) SyncIndexes() {
 		r.logger.Warn("index definition does not decode", "error", err)
 	}
 	for _, g := range r.groups.sorted() {
-		if g.FSM().IndexVersion() != set.Version {
-			g.FSM().SetIndexes(set.Version, set.Defs)
+		if g.FSM().Indexes().Version() != set.Version {
+			g.FSM().Indexes().Set(set.Version, set.Defs)
 		}
 	}
 }

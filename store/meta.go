@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/catalog"
 	"github.com/kvnode/kvnode/store/transport"
@@ -39,19 +40,16 @@ func (s *Store) CallMember(ctx context.Context, member, path string, body []byte
 	return s.client.Call(ctx, http.MethodPost, addr, path, body)
 }
 
-// PartitionLeaders returns P and the member leading each partition group
-// (a group nobody reports leading goes to its preferred member).
-func (s *Store) PartitionLeaders(ctx context.Context) (int, map[uint64]string, error) {
-	p, err := s.router.PartitionCount(ctx)
+// PartitionLeaders returns the partition table and the member leading
+// each partition group (a group nobody reports leading goes to its
+// preferred member).
+func (s *Store) PartitionLeaders(ctx context.Context) (partition.Table, map[uint64]string, error) {
+	t, err := s.router.Placement(ctx)
 	if err != nil {
-		return 0, nil, err
-	}
-	t, _, ok := s.router.view.get()
-	if !ok {
-		return 0, nil, errNoTable
+		return t, nil, err
 	}
 	status := s.groupLeaders(ctx, t)
-	out := make(map[uint64]string, p)
+	out := make(map[uint64]string, t.P())
 	for _, pg := range t.Groups {
 		if gs, ok := status[pg.ID]; ok && gs.Leader != "" {
 			out[pg.ID] = gs.Leader
@@ -59,7 +57,7 @@ func (s *Store) PartitionLeaders(ctx context.Context) (int, map[uint64]string, e
 			out[pg.ID] = pg.Members[0]
 		}
 	}
-	return p, out, nil
+	return t, out, nil
 }
 
 // ---- the control group's metadata ----

@@ -47,7 +47,7 @@ func (s *Store) Partitions(ctx context.Context) (PartitionTable, error) {
 	for _, pg := range t.Groups {
 		ps := PartitionStatus{
 			Group:        pg.ID,
-			Buckets:      partition.BucketsOf(pg.ID, t.P()),
+			Buckets:      t.BucketsOf(pg.ID),
 			Members:      pg.Members,
 			Bootstrapped: pg.Bootstrapped,
 		}

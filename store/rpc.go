@@ -268,6 +268,7 @@ var rpcCodes = transport.Codes{
 	{Code: "query-bind", Err: oql.ErrBind},
 	{Code: "too-large", Err: region.ErrTooLarge},
 	{Code: "bad-command", Err: raftgroup.ErrBadCommand},
+	{Code: "wrong-group", Err: region.ErrWrongGroup},
 }
 
 // errNotHosted: the receiver does not host the group (it moved); the

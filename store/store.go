@@ -70,6 +70,10 @@ type Config struct {
 	// PromoteAfter is how long a non-voter must have been a caught-up
 	// member before it is promoted to voter (default 1s).
 	PromoteAfter time.Duration
+	// CatchUpTimeout and Admission: see reconcile.Config (nil Admission:
+	// every member gossip shows may join, as in tests of the store alone).
+	CatchUpTimeout time.Duration
+	Admission      reconcile.Admission
 	// LeaderWait bounds how long a request waits for a group to have a
 	// leader before it is answered "no leader" (default 5s).
 	LeaderWait time.Duration
@@ -247,6 +251,7 @@ func New(cfg Config) (*Store, error) {
 		Self:              cfg.NodeName,
 		Advertise:         cfg.Advertise,
 		Members:           cfg.Members,
+		Admission:         cfg.Admission,
 		BootstrapExpect:   cfg.BootstrapExpect,
 		JoinRequested:     cfg.JoinRequested,
 		JoinGrace:         cfg.JoinGrace,
@@ -254,6 +259,7 @@ func New(cfg Config) (*Store, error) {
 		DeadMemberTimeout: cfg.DeadMemberTimeout,
 		ReconcileInterval: cfg.ReconcileInterval,
 		PromoteAfter:      cfg.PromoteAfter,
+		CatchUpTimeout:    cfg.CatchUpTimeout,
 		PartitionGroups:   cfg.PartitionGroups,
 		ReplicationFactor: cfg.ReplicationFactor,
 		Logger:            cfg.Logger,

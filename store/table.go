@@ -118,15 +118,6 @@ func (v *tableView) internalAddrs() map[string]string {
 // table exists (the first seconds of a new cluster).
 var errNoTable = fmt.Errorf("%w: the partition table is not created yet", region.ErrNoLeader)
 
-// partitionCount is P, from the table; 0 before the table exists.
-func (v *tableView) partitionCount() int {
-	t, _, ok := v.get()
-	if !ok {
-		return 0
-	}
-	return t.P()
-}
-
 // localFor returns this node's replica of group gid when reads and writes
 // may go through it: group 0 always; a partition group only while the table
 // lists this node among its members. A replica the table moved away may
@@ -152,20 +143,25 @@ func (v *tableView) localFor(gid uint64) *raftgroup.Group {
 	return g
 }
 
-// PartitionCount returns P. In the first moments of a new cluster the
-// table may not exist yet: it waits for it like for a leader (LeaderWait,
-// ctx).
-func (r *Router) PartitionCount(ctx context.Context) (int, error) {
+// Formats is the newest replicated format level every member reads
+// (cluster.MinFormats): what a bucket move needs (fsm.FormatBuckets).
+func (r *Router) Formats() int { return r.groups.formats() }
+
+// Placement is the partition table as this member's copy of the control
+// group has it: the groups 1..P and the owner of each bucket. Callers
+// must not modify it. In the first moments of a new cluster the table may
+// not exist yet: it waits for it like for a leader (LeaderWait, ctx).
+func (r *Router) Placement(ctx context.Context) (partition.Table, error) {
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		if p := r.view.partitionCount(); p > 0 {
-			return p, nil
+		if t, _, ok := r.view.get(); ok {
+			return t, nil
 		}
 		if since.IsZero() {
 			since = time.Now()
 		}
 		if err := r.pause(ctx, r.groups.control(), attempt, since, errNoTable); err != nil {
-			return 0, err
+			return partition.Table{}, err
 		}
 	}
 }

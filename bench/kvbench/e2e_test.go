@@ -250,20 +250,8 @@ func TestEndToEnd(t *testing.T) {
 // not do is counted as 403s, wrong credentials and an unknown CA stop the
 // setup.
 func TestSecureEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	ca := nodetest.NewCA(t, "kvbench test CA")
-	caPath := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caPath, ca.PEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	security := securityFile(t, dir)
-	c := nodetest.New(t)
-	c.Tune = func(name string, cfg *node.Config) {
-		cfg.TLSCert, cfg.TLSKey = ca.Issue(t, dir, name)
-		cfg.SecurityFile = security
-	}
-	n := c.Start("n1", 1)
-	url := "https://" + n.HTTPAddr()
+	m := startSecureMember(t, false)
+	dir, ca, caPath, url := m.dir, m.ca, m.caPath, m.url
 
 	config := func(w kvbench.Workload, user, password string) kvbench.Config {
 		cfg := kvbench.Default()
@@ -271,15 +259,7 @@ func TestSecureEndToEnd(t *testing.T) {
 		cfg.Workload, cfg.Region, cfg.Keys, cfg.MaxOps, cfg.Concurrency = w, "secure", 10, 50, []int{2}
 		return cfg
 	}
-	run := func(cfg kvbench.Config) (kvbench.Result, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		results, err := kvbench.Run(ctx, cfg, kvbench.Output{})
-		if len(results) == 0 {
-			return kvbench.Result{}, err
-		}
-		return results[0], err
-	}
+	run := func(cfg kvbench.Config) (kvbench.Result, error) { return runPoint(t, cfg) }
 
 	// The admin creates the region, preloads and writes, through the leader.
 	cfg := config(kvbench.Put, "admin", "admin-pw")
@@ -315,6 +295,47 @@ func TestSecureEndToEnd(t *testing.T) {
 	}
 }
 
+// secureMember is a member serving HTTPS with security on.
+type secureMember struct {
+	dir, caPath, url string
+	ca               *nodetest.CA
+}
+
+// startSecureMember starts a one-member cluster serving HTTPS with a test
+// CA's certificate and securityFile's users; with clientCerts its REST
+// port requires client certificates of the same CA (--client-cert-auth).
+func startSecureMember(t *testing.T, clientCerts bool) secureMember {
+	t.Helper()
+	m := secureMember{dir: t.TempDir(), ca: nodetest.NewCA(t, "kvbench test CA")}
+	m.caPath = filepath.Join(m.dir, "ca.pem")
+	if err := os.WriteFile(m.caPath, m.ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	security := securityFile(t, m.dir)
+	c := nodetest.New(t)
+	c.Tune = func(name string, cfg *node.Config) {
+		cfg.TLSCert, cfg.TLSKey = m.ca.Issue(t, m.dir, name)
+		cfg.SecurityFile = security
+		if clientCerts {
+			cfg.TLSCA, cfg.ClientCertAuth = m.caPath, true
+		}
+	}
+	m.url = "https://" + c.Start("n1", 1).HTTPAddr()
+	return m
+}
+
+// runPoint runs cfg, a single point, within a minute.
+func runPoint(t *testing.T, cfg kvbench.Config) (kvbench.Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results, err := kvbench.Run(ctx, cfg, kvbench.Output{})
+	if len(results) == 0 {
+		return kvbench.Result{}, err
+	}
+	return results[0], err
+}
+
 // securityFile writes a security file with admin (everything) and viewer
 // (reads, and the cluster's view for --route leader).
 func securityFile(t *testing.T, dir string) string {
@@ -344,4 +365,43 @@ func securityFile(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestClientCertificateEndToEnd: against a member whose REST port requires
+// client certificates (--client-cert-auth), a run with a certificate whose
+// common name is the admin creates, preloads and writes; one with the
+// viewer's reads and counts its writes as 403s; one without a certificate
+// stops at the setup with the handshake's refusal.
+func TestClientCertificateEndToEnd(t *testing.T) {
+	m := startSecureMember(t, true)
+	config := func(w kvbench.Workload, cn string) kvbench.Config {
+		cfg := kvbench.Default()
+		cfg.Endpoints, cfg.CACert = []string{m.url}, m.caPath
+		if cn != "" {
+			cfg.Cert, cfg.Key = m.ca.Issue(t, m.dir, cn)
+		}
+		cfg.Workload, cfg.Region, cfg.Keys, cfg.MaxOps, cfg.Concurrency = w, "certs", 10, 50, []int{2}
+		return cfg
+	}
+	run := func(cfg kvbench.Config) (kvbench.Result, error) { return runPoint(t, cfg) }
+
+	cfg := config(kvbench.Put, "admin")
+	cfg.CreateRegion, cfg.Route = "PARTITION", kvbench.Leader
+	if r, err := run(cfg); err != nil || r.OK != 50 || r.LeaderRouted != 50 {
+		t.Fatalf("the admin's certificate, put: %+v, %v", r, err)
+	}
+	cfg = config(kvbench.Get, "viewer")
+	cfg.Preload = false
+	if r, err := run(cfg); err != nil || r.OK != 50 {
+		t.Errorf("the viewer's certificate, get: %+v, %v", r, err)
+	}
+	cfg = config(kvbench.Put, "viewer")
+	cfg.Preload = false
+	if r, err := run(cfg); err != nil || r.OK != 0 || r.ErrorsByKind["403"] != 50 {
+		t.Errorf("the viewer's certificate, put: %d ok, errors %v, %v; want fifty 403s", r.OK, r.ErrorsByKind, err)
+	}
+	t0 := time.Now()
+	if _, err := run(config(kvbench.Get, "")); err == nil || !strings.Contains(err.Error(), "certificate required") || time.Since(t0) > 10*time.Second {
+		t.Errorf("no certificate: %v after %v, want the handshake's refusal", err, time.Since(t0))
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,11 +21,13 @@ import (
 const setupWait = 30 * time.Second
 
 // retryable is an answer worth asking again: no leader right now, or no
-// answer from that member (but for a certificate it does not trust, which
-// asking again will not change).
+// answer from that member (but for a certificate it does not trust, or a
+// member refusing this client's certificate or its absence, which asking
+// again will not change).
 func retryable(a answer, err error) bool {
 	var cve *tls.CertificateVerificationError
-	if errors.As(err, &cve) {
+	var op *net.OpError
+	if errors.As(err, &cve) || errors.As(err, &op) && op.Op == "remote error" && strings.Contains(op.Err.Error(), "certificate") {
 		return false
 	}
 	return err != nil || a.status == 503

@@ -49,7 +49,9 @@ member's memory from its /metrics; --target etcd measures etcd the same way
 through its v3 JSON gateway, POST /v3/watch and /v3/kv/put, on keys "{region}/...").
 
 Credentials: --user and --password-file (or --password), or KVNODE_USER and
-KVNODE_PASSWORD (KVNODE_PASSWORD_FILE); a flag wins over its variable.
+KVNODE_PASSWORD (KVNODE_PASSWORD_FILE); against members started with
+--client-cert-auth, --cert and --key (KVNODE_CERT, KVNODE_KEY), whose common
+name is the user; --cacert (KVNODE_CACERT). A flag wins over its variable.
 
 Flags:
 `
@@ -83,9 +85,9 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	fs.StringVarP(&cfg.User, "user", "u", "", "user for HTTP Basic authentication (env KVNODE_USER)")
 	fs.StringVar(&cfg.Password, "password", "", "password (env KVNODE_PASSWORD); prefer --password-file")
 	fs.StringVar(&passwordFile, "password-file", "", "file whose first line is the password (env KVNODE_PASSWORD_FILE)")
-	fs.StringVar(&cfg.CACert, "cacert", "", "PEM file of the CA that signed the members' certificates")
-	fs.StringVar(&cfg.Cert, "cert", "", "PEM client certificate, with --key")
-	fs.StringVar(&cfg.Key, "key", "", "PEM private key of --cert")
+	fs.StringVar(&cfg.CACert, "cacert", "", "PEM file of the CA that signed the members' certificates (env KVNODE_CACERT)")
+	fs.StringVar(&cfg.Cert, "cert", "", "PEM client certificate, with --key; its common name is the user for members with --client-cert-auth (env KVNODE_CERT)")
+	fs.StringVar(&cfg.Key, "key", "", "PEM private key of --cert (env KVNODE_KEY)")
 	fs.BoolVar(&cfg.Insecure, "insecure-skip-verify", false, "accept any server certificate (tests only)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "bound on each request")
 	fs.StringVar(&cfg.Region, "region", cfg.Region, "region to load")
@@ -245,11 +247,12 @@ func runWatch(ctx context.Context, fs *pflag.FlagSet, cfg kvbench.Config, watch 
 	return exitOK
 }
 
-// fromEnv sets the credentials the command line left alone from the
-// kvnode client's variables. A password on the command line (--password
-// or --password-file) wins over both password variables.
+// fromEnv sets the credentials and TLS files the command line left alone
+// from the kvnode client's variables. A password on the command line
+// (--password or --password-file) wins over both password variables.
 func fromEnv(fs *pflag.FlagSet, env []string, cfg *kvbench.Config, passwordFile *string) {
-	vars := map[string]*string{"user": &cfg.User, "password": &cfg.Password, "password-file": passwordFile}
+	vars := map[string]*string{"user": &cfg.User, "password": &cfg.Password, "password-file": passwordFile,
+		"cacert": &cfg.CACert, "cert": &cfg.Cert, "key": &cfg.Key}
 	passwordFlag := fs.Changed("password") || fs.Changed("password-file")
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -257,7 +260,7 @@ func fromEnv(fs *pflag.FlagSet, env []string, cfg *kvbench.Config, passwordFile 
 			if k != envPrefix+strings.ToUpper(strings.ReplaceAll(flag, "-", "_")) || fs.Changed(flag) {
 				continue
 			}
-			if flag != "user" && passwordFlag {
+			if strings.HasPrefix(flag, "password") && passwordFlag {
 				continue
 			}
 			*dst = v

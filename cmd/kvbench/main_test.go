@@ -118,7 +118,7 @@ func TestSweep(t *testing.T) {
 }
 
 // TestCredentials: KVNODE_USER and KVNODE_PASSWORD are sent as HTTP
-// Basic credentials; a flag wins over its variable.
+// Basic credentials; a flag wins over its variable; KVNODE_CERT is read.
 func TestCredentials(t *testing.T) {
 	f, url := newFake(t)
 	env := []string{"KVNODE_USER=alice", "KVNODE_PASSWORD=secret", "PATH=/bin"}
@@ -131,6 +131,13 @@ func TestCredentials(t *testing.T) {
 	}
 	if r := invoke(env, "--endpoints", url, "-n", "5", "-q", "--keys", "5", "--user", "bob", "--password-file", pwFile); r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.errOut)
+	}
+	// The client's TLS variables are read too (a run against certificates
+	// is bench/kvbench's TestClientCertificateEndToEnd).
+	absent := filepath.Join(t.TempDir(), "absent.pem")
+	r := invoke([]string{"KVNODE_CERT=" + absent, "KVNODE_KEY=" + absent}, "--endpoints", url, "-n", "5", "-q")
+	if r.code == exitOK || !strings.Contains(r.errOut, "client certificate") || !strings.Contains(r.errOut, absent) {
+		t.Errorf("KVNODE_CERT of a missing file: exit %d, %s; want a failure naming the file", r.code, r.errOut)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

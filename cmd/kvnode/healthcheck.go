@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +24,10 @@ func healthcheckCommand(env []string) *cobra.Command {
 		Long: `Probe the local node's /readyz and fail unless it answers 200, so that a
 FROM-scratch image needs no curl (compose healthchecks, Kubernetes exec
 probes). Without --url the address comes from KVNODE_HTTP_ADDR and the
-scheme from KVNODE_TLS_CERT, as the node reads them. Exit code 0 when
-ready, 1 otherwise.`,
+scheme from KVNODE_TLS_CERT, as the node reads them; with
+KVNODE_CLIENT_CERT_AUTH the probe goes to KVNODE_METRICS_ADDR's plain
+listener when it is set, else presents the node's own certificate and key
+(KVNODE_TLS_CERT, KVNODE_TLS_KEY). Exit code 0 when ready, 1 otherwise.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := healthcheck(cmd.Context(), url, timeout, env, cmd.OutOrStdout()); err != nil {
@@ -41,8 +44,18 @@ ready, 1 otherwise.`,
 // healthcheck probes url (the local node's /readyz when empty) and returns
 // an error unless it answers 200.
 func healthcheck(ctx context.Context, url string, timeout time.Duration, env []string, out io.Writer) error {
+	// The probe checks this node, whatever certificate it serves.
+	tlsCfg := &tls.Config{InsecureSkipVerify: true}
 	if url == "" {
-		url = localProbeURL(env)
+		target := localProbe(env)
+		url = target.url
+		if target.cert != "" {
+			pair, err := tls.LoadX509KeyPair(target.cert, target.key)
+			if err != nil {
+				return fmt.Errorf("healthcheck: the node's certificate, for --client-cert-auth: %w", err)
+			}
+			tlsCfg.Certificates = []tls.Certificate{pair}
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -50,8 +63,7 @@ func healthcheck(ctx context.Context, url string, timeout time.Duration, env []s
 	if err != nil {
 		return fmt.Errorf("healthcheck: %w", err)
 	}
-	// The probe checks this node, whatever certificate it serves.
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("healthcheck %s: %w", url, err)
@@ -65,20 +77,44 @@ func healthcheck(ctx context.Context, url string, timeout time.Duration, env []s
 	return nil
 }
 
-// localProbeURL is the node's /readyz as its environment configures it.
-func localProbeURL(env []string) string {
-	addr, scheme := ":8080", "http"
+// probeTarget is what the healthcheck probes, and the certificate and
+// key it presents there (none when empty).
+type probeTarget struct{ url, cert, key string }
+
+// localProbe is the node's /readyz as its environment configures it.
+// Under --client-cert-auth the REST port refuses a probe without a client
+// certificate: the probe then goes to --metrics-addr's plain listener when
+// the node has one, else it presents the node's own certificate, which
+// the client CA accepts when it is --tls-ca (the default) and the
+// certificate is for client use too.
+func localProbe(env []string) probeTarget {
+	vars := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
-		switch k {
-		case "KVNODE_HTTP_ADDR":
-			addr = v
-		case "KVNODE_TLS_CERT":
-			if v != "" {
-				scheme = "https"
-			}
-		}
+		vars[k] = v
 	}
+	clientCerts, _ := strconv.ParseBool(vars["KVNODE_CLIENT_CERT_AUTH"])
+	if clientCerts && vars["KVNODE_METRICS_ADDR"] != "" {
+		return probeTarget{url: "http://" + localAddr(vars["KVNODE_METRICS_ADDR"]) + "/readyz"}
+	}
+	scheme := "http"
+	if vars["KVNODE_TLS_CERT"] != "" {
+		scheme = "https"
+	}
+	addr := vars["KVNODE_HTTP_ADDR"]
+	if addr == "" {
+		addr = ":8080"
+	}
+	target := probeTarget{url: scheme + "://" + localAddr(addr) + "/readyz"}
+	if clientCerts {
+		target.cert, target.key = vars["KVNODE_TLS_CERT"], vars["KVNODE_TLS_KEY"]
+	}
+	return target
+}
+
+// localAddr is where this machine reaches a listener on addr: its host,
+// or loopback for an unspecified one (port 8080 when addr has none).
+func localAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		port = "8080"
@@ -86,7 +122,7 @@ func localProbeURL(env []string) string {
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	return scheme + "://" + net.JoinHostPort(host, port) + "/readyz"
+	return net.JoinHostPort(host, port)
 }
 
 // unhealthy is a failed probe: exit code 1 whatever the cause, because

@@ -3,11 +3,13 @@ package k8stest
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -178,7 +180,7 @@ func render(t *testing.T, overlay string) manifests {
 	if m.sts == nil || m.configMap == nil || m.pdb == nil {
 		t.Fatalf("%s: want a StatefulSet, a ConfigMap and a PodDisruptionBudget", overlay)
 	}
-	if overlay == "secure" {
+	if overlay != "base" { // every overlay builds on secure, and mounts its Secret
 		p := filepath.Join(k8sDir, "secure", "secret-example.yaml")
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -269,7 +271,7 @@ func containerPort(t *testing.T, c corev1.Container, name string, proto corev1.P
 }
 
 func TestKubernetesManifests(t *testing.T) {
-	for _, overlay := range []string{"base", "secure"} {
+	for _, overlay := range []string{"base", "secure", "client-certs"} {
 		t.Run(overlay, func(t *testing.T) { checkManifests(t, overlay) })
 	}
 }
@@ -410,9 +412,21 @@ func checkManifests(t *testing.T, overlay string) {
 		t.Errorf("--advertise-http %s, want %s", cfg.AdvertiseHTTP, want)
 	}
 
-	// Probes: readiness /readyz and liveness /livez, on the REST port, in
-	// the scheme the node serves. That the paths exist is checked against
-	// a running node in TestProbePathsServe.
+	// Probes: readiness /readyz and liveness /livez, on the REST port in
+	// the scheme the node serves; under --client-cert-auth, whose handshake
+	// the kubelet (no client certificate) cannot pass, on --metrics-addr's
+	// plain listener. That the paths answer there is checked against a
+	// running node in TestProbePathsServe.
+	probePort, probeScheme := "http", scheme
+	if cfg.ClientCertAuth {
+		if cfg.MetricsAddr == "" {
+			t.Fatalf("--client-cert-auth without --metrics-addr: the kubelet's probes, which present no client certificate, would be refused")
+		}
+		probePort, probeScheme = "metrics", "http"
+		if p := containerPort(t, c, "metrics", corev1.ProtocolTCP); p != portOf(t, cfg.MetricsAddr) {
+			t.Errorf("container port metrics %d, --metrics-addr %s", p, cfg.MetricsAddr)
+		}
+	}
 	for _, pr := range []struct {
 		name  string
 		probe *corev1.Probe
@@ -423,8 +437,8 @@ func checkManifests(t *testing.T, overlay string) {
 			continue
 		}
 		g := pr.probe.HTTPGet
-		if g.Path != pr.path || g.Port != intstr.FromString("http") || !strings.EqualFold(string(g.Scheme), scheme) && !(g.Scheme == "" && scheme == "http") {
-			t.Errorf("%s probe %s %s on %s, want %s %s on http", pr.name, g.Scheme, g.Path, g.Port.String(), scheme, pr.path)
+		if g.Path != pr.path || g.Port != intstr.FromString(probePort) || !strings.EqualFold(string(g.Scheme), probeScheme) && !(g.Scheme == "" && probeScheme == "http") {
+			t.Errorf("%s probe %s %s on %s, want %s %s on %s", pr.name, g.Scheme, g.Path, g.Port.String(), probeScheme, pr.path, probePort)
 		}
 	}
 
@@ -480,7 +494,7 @@ func checkManifests(t *testing.T, overlay string) {
 		t.Errorf("the pod's runAsUser/fsGroup must be the image's USER %s:%s", user[1], user[2])
 	}
 
-	if overlay == "secure" {
+	if overlay != "base" {
 		checkSecure(t, m, c, cfg)
 	}
 }
@@ -499,7 +513,11 @@ func checkSecure(t *testing.T, m manifests, c corev1.Container, cfg node.Config)
 			}
 		}
 	}
-	for flag, path := range map[string]string{"--security-file": cfg.SecurityFile, "--tls-cert": cfg.TLSCert, "--tls-key": cfg.TLSKey, "--tls-ca": cfg.TLSCA} {
+	files := map[string]string{"--security-file": cfg.SecurityFile, "--tls-cert": cfg.TLSCert, "--tls-key": cfg.TLSKey, "--tls-ca": cfg.TLSCA}
+	if cfg.ClientCertAuth {
+		files["--client-ca"] = cfg.ClientCA
+	}
+	for flag, path := range files {
 		if path == "" {
 			t.Errorf("%s is not set", flag)
 			continue
@@ -526,17 +544,74 @@ func checkSecure(t *testing.T, m manifests, c corev1.Container, cfg node.Config)
 	}
 }
 
-// TestProbePathsServe: the paths the manifests probe answer 200 on a
-// running, ready node (a typo would be a 404, and the pods never ready).
+// TestProbePathsServe: the probes of each variant answer 200 without
+// credentials or a client certificate, as the kubelet sends them, on a
+// running, ready node configured as the variant's (a typo would be a 404,
+// a probe on a port that asks for a client certificate a refused
+// handshake, and the pods never ready).
 func TestProbePathsServe(t *testing.T) {
-	m := render(t, "base")
-	c := m.sts.Spec.Template.Spec.Containers[0]
-	ip := nodetest.New(t)
-	n := ip.Start("solo", 1)
-	for _, probe := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
-		path := probe.HTTPGet.Path
-		waitfor.Cond(t, 20*time.Second, "GET "+path+" to answer 200", func() bool {
-			return nodetest.Call(t, n, "GET", path, "").Status == 200
+	dir := t.TempDir()
+	ca := nodetest.NewCA(t, "probe CA")
+	caPath := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caPath, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, overlay := range []string{"base", "client-certs"} {
+		t.Run(overlay, func(t *testing.T) {
+			m := render(t, overlay)
+			c := m.sts.Spec.Template.Spec.Containers[0]
+			cfg, _, err := nodeflags.Parse(nil, envList(podEnv(t, m, c)), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ip := nodetest.New(t)
+			ip.Tune = func(name string, nc *node.Config) {
+				if cfg.ClientCertAuth {
+					nc.TLSCert, nc.TLSKey = ca.Issue(t, dir, name)
+					nc.TLSCA, nc.ClientCertAuth, nc.MetricsAddr = caPath, true, "127.0.0.1:0"
+				}
+			}
+			n := ip.Start("solo", 1)
+			// The kubelet's GET: plain or TLS without verification, and no
+			// client certificate.
+			kubelet := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+			for _, probe := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+				g := probe.HTTPGet
+				addr := n.HTTPAddr()
+				if g.Port == intstr.FromString("metrics") {
+					addr = n.MetricsAddr()
+				}
+				url := strings.ToLower(string(g.Scheme)) + "://" + addr + g.Path
+				if g.Scheme == "" {
+					url = "http://" + addr + g.Path
+				}
+				waitfor.Cond(t, 20*time.Second, "GET "+url+" to answer 200", func() bool {
+					resp, err := kubelet.Get(url)
+					if err != nil {
+						return false
+					}
+					resp.Body.Close()
+					return resp.StatusCode == 200
+				})
+				if cfg.ClientCertAuth {
+					// Why the probes are not on the REST port.
+					if resp, err := kubelet.Get("https://" + n.HTTPAddr() + g.Path); err == nil {
+						resp.Body.Close()
+						t.Errorf("GET %s on the REST port without a client certificate answered %d, want the handshake refused", g.Path, resp.StatusCode)
+					}
+				}
+			}
 		})
 	}
+}
+
+// envList is an environment as KEY=VALUE lines, kvnode's variables only.
+func envList(env map[string]string) []string {
+	var out []string
+	for k, v := range env {
+		if strings.HasPrefix(k, nodeflags.EnvPrefix) {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }

@@ -3,8 +3,8 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 
+	"github.com/kvnode/kvnode/internal/chunked"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -23,10 +23,15 @@ import (
 // for the entry commands, create-region (the region's default) and the
 // ops added with expiry (alter-region, expire), which exist only in
 // version 3.
+//
+// Version 4 is the ops added with bucket moves (bucket, bucket-import),
+// which exist only in version 4; no other command has a version-4
+// encoding.
 const (
 	commandV1 = 1
 	commandV2 = 2
 	commandV3 = 3
+	commandV4 = 4
 )
 
 // Command is one replicated operation.
@@ -65,10 +70,23 @@ type Command struct {
 	// written entries expire (0: never); on create-region and
 	// alter-region, the region's default entry time-to-live.
 	TTL uint64
+	// OpBucket and OpBucketImport (fsm's buckets.go): what is done, to
+	// which bucket, by which move (the mover's ID, so that a late step of
+	// an abandoned move is refused); the buckets a group owns
+	// (BucketInit); the deadline of each imported entry (unix ms, 0:
+	// none), aligned with Entries.
+	BucketAction BucketAction
+	Bucket       uint64
+	MoveID       uint64
+	Buckets      []uint64
+	Expires      []uint64
 }
 
 // version is the format version Encode writes for c.
 func (c *Command) version() byte {
+	if c.Op.V4Only() {
+		return commandV4
+	}
 	if c.Op.V3Only() || (c.Op.Timed() && (c.Now != 0 || c.TTL != 0)) {
 		return commandV3
 	}
@@ -83,7 +101,14 @@ func (c *Command) version() byte {
 // is written as version, op and region only, which DecodeCommand refuses:
 // callers must send only the Op constants of this package.
 func (c *Command) Encode(dst []byte) []byte {
-	dst = slices.Grow(dst, c.sizeHint())
+	// Not slices.Grow: it clears the new capacity in one call that cannot
+	// be preempted, which for a 100 MiB value stalled the member (package
+	// chunked); make's large allocations are cleared in steps.
+	if need := c.sizeHint(); cap(dst)-len(dst) < need {
+		grown := make([]byte, len(dst), len(dst)+need)
+		chunked.Copy(grown, dst)
+		dst = grown
+	}
 	v := c.version()
 	dst = append(dst, v, byte(c.Op))
 	if c.Op == OpSetMeta {
@@ -110,6 +135,31 @@ func (c *Command) Encode(dst []byte) []byte {
 		return binary.AppendUvarint(dst, uint64(c.StageSum))
 	case OpDropStaged:
 		return binary.AppendUvarint(dst, c.StageID)
+	case OpBucket:
+		dst = append(dst, byte(c.BucketAction))
+		dst = binary.AppendUvarint(dst, c.Bucket)
+		dst = binary.AppendUvarint(dst, c.MoveID)
+		dst = binary.AppendUvarint(dst, uint64(len(c.Buckets)))
+		for _, b := range c.Buckets {
+			dst = binary.AppendUvarint(dst, b)
+		}
+		return dst
+	case OpBucketImport:
+		dst = appendString(dst, c.Region)
+		dst = binary.AppendUvarint(dst, c.RegionID)
+		dst = binary.AppendUvarint(dst, c.Bucket)
+		dst = binary.AppendUvarint(dst, c.MoveID)
+		dst = binary.AppendUvarint(dst, uint64(len(c.Entries)))
+		for i, e := range c.Entries {
+			dst = appendString(dst, e.Key)
+			dst = appendBytes(dst, e.Value)
+			var exp uint64
+			if i < len(c.Expires) {
+				exp = c.Expires[i]
+			}
+			dst = binary.AppendUvarint(dst, exp)
+		}
+		return dst
 	}
 	dst = appendString(dst, c.Region)
 	if v >= commandV2 {
@@ -162,6 +212,7 @@ func (c *Command) sizeHint() int {
 		n += prefix + len(b)
 	}
 	n += 7*prefix + len(c.StageData)
+	n += 4*prefix + prefix*(len(c.Buckets)+len(c.Entries))
 	return n
 }
 
@@ -207,17 +258,30 @@ func CheckCommand(b []byte) (Op, error) {
 
 func decodeCommand(d decoder) (Command, error) {
 	v := d.u8("format version")
-	if d.err == nil && v > commandV3 {
+	if d.err == nil && v > commandV4 {
 		// A newer member wrote it (a rolling upgrade writing a new
 		// version before every member reads it): say so, not "damaged".
-		return Command{}, fmt.Errorf("fsm: decode command: format version %d was written by a newer kvnode (this build reads versions %d to %d): upgrade this member", v, commandV1, commandV3)
+		return Command{}, fmt.Errorf("fsm: decode command: format version %d was written by a newer kvnode (this build reads versions %d to %d): upgrade this member", v, commandV1, commandV4)
 	}
 	if d.err == nil && v == 0 {
-		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads versions %d to %d)", v, commandV1, commandV3)
+		return Command{}, fmt.Errorf("fsm: decode command: format version %d is not supported (this build reads versions %d to %d)", v, commandV1, commandV4)
 	}
 	op := Op(d.u8("op"))
 	if d.err == nil && !op.known() {
 		return Command{}, fmt.Errorf("fsm: decode command: unknown op %d", uint8(op))
+	}
+	if d.err == nil && (v == commandV4) != op.V4Only() {
+		if v == commandV4 {
+			return Command{}, fmt.Errorf("fsm: decode command: %v has no format version %d", op, commandV4)
+		}
+		return Command{}, fmt.Errorf("fsm: decode command: %v needs format version %d", op, commandV4)
+	}
+	if op.V4Only() {
+		c, err := decodeBucket(&d, op)
+		if err != nil {
+			return Command{}, fmt.Errorf("fsm: decode %v command: %w", op, err)
+		}
+		return c, nil
 	}
 	if op == OpSetMeta {
 		if d.err == nil && v != commandV2 {
@@ -340,4 +404,38 @@ func decodeCommand(d decoder) (Command, error) {
 		return Command{}, fmt.Errorf("fsm: decode %v command: %w", op, err)
 	}
 	return c, nil
+}
+
+// decodeBucket reads the rest of an OpBucket or OpBucketImport command.
+func decodeBucket(d *decoder, op Op) (Command, error) {
+	c := Command{Op: op}
+	if op == OpBucket {
+		c.BucketAction = BucketAction(d.u8("bucket action"))
+		if d.err == nil && !c.BucketAction.known() {
+			d.fail("unknown bucket action %d", c.BucketAction)
+		}
+		c.Bucket = d.uvarint("bucket", "")
+		c.MoveID = d.uvarint("move id", "")
+		if n := d.count("owned bucket", 1); n > 0 {
+			c.Buckets = make([]uint64, n)
+			for i := range c.Buckets {
+				c.Buckets[i] = d.uvarint("owned bucket", "")
+			}
+		}
+		return c, d.finish()
+	}
+	c.Region = d.str("region name")
+	c.RegionID = d.uvarint("region id", "")
+	c.Bucket = d.uvarint("bucket", "")
+	c.MoveID = d.uvarint("move id", "")
+	// An entry is at least two one-byte lengths and a one-byte deadline.
+	if n := d.count("entry", 3); n > 0 {
+		c.Entries = make([]region.Entry, n)
+		c.Expires = make([]uint64, n)
+		for i := range c.Entries {
+			c.Entries[i] = region.Entry{Key: d.str("key"), Value: d.raw("value")}
+			c.Expires[i] = d.uvarint("deadline", "")
+		}
+	}
+	return c, d.finish()
 }

@@ -90,6 +90,18 @@ func goldenCommandsV3() []Command {
 	}
 }
 
+// goldenCommandsV4 holds the ops added with bucket moves, which exist only
+// in format version 4. testdata/golden/v4-<op>.bin pin them.
+func goldenCommandsV4() []Command {
+	return []Command{
+		{Op: OpBucket, BucketAction: BucketInit, Buckets: []uint64{0, 4, 8, 112}},
+		{Op: OpBucketImport, Region: "orders", RegionID: 300, Bucket: 17, MoveID: 0x9e3779b97f4a7c15, Entries: []region.Entry{
+			{Key: "k1", Value: []byte(`{"v":1}`)},
+			{Key: "日本", Value: []byte(`{}`)},
+		}, Expires: []uint64{0, 1_795_000_000_123}},
+	}
+}
+
 func TestCommandGolden(t *testing.T) {
 	cmds := goldenCommands()
 	if len(cmds) != int(OpClear) {
@@ -109,10 +121,13 @@ func TestCommandGolden(t *testing.T) {
 	for _, c := range goldenCommandsV3() {
 		all = append(all, named{"v3-" + c.Op.String() + ".bin", c})
 	}
+	for _, c := range goldenCommandsV4() {
+		all = append(all, named{"v4-" + c.Op.String() + ".bin", c})
+	}
 	for _, nc := range all {
 		c, name := nc.c, nc.name
 		t.Run(name, func(t *testing.T) {
-			if want := c.version(); (want == commandV2) != strings.HasPrefix(name, "v2-") || (want == commandV3) != strings.HasPrefix(name, "v3-") {
+			if want := c.version(); (want == commandV2) != strings.HasPrefix(name, "v2-") || (want == commandV3) != strings.HasPrefix(name, "v3-") || (want == commandV4) != strings.HasPrefix(name, "v4-") {
 				t.Fatalf("%s: Encode picks format version %d", name, want)
 			}
 			golden(t, name, c.Encode(nil))
@@ -213,7 +228,11 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"empty", nil, "truncated"},
 		{"version only", []byte{1}, "truncated"},
 		{"version 0", []byte{0, 3, 0}, "format version 0"},
-		{"version 4", []byte{4, 3, 0}, "format version 4 was written by a newer kvnode"},
+		{"version 5", []byte{5, 3, 0}, "format version 5 was written by a newer kvnode"},
+		{"put in version 4", []byte{4, 3, 0}, "put has no format version 4"},
+		{"bucket in version 3", []byte{3, 18, 1, 0, 0, 0}, "bucket needs format version 4"},
+		{"unknown bucket action", []byte{4, 18, 9, 0, 0, 0}, "unknown bucket action 9"},
+		{"bucket import with more entries than bytes", []byte{4, 19, 1, 'r', 1, 2, 3, 1, 1, 'k'}, "exceeds what the remaining"},
 		{"version 3 without time", []byte{3, byte(OpDelete), 1, 'r', 0, 1, 1, 'k', 0, 0}, "no time in a version 3 delete command: version 1 encodes it"},
 		{"version 3 partition command without time", []byte{3, byte(OpDelete), 1, 'r', 7, 1, 1, 'k', 0, 0}, "version 2 encodes it"},
 		{"version 3 clear", []byte{3, byte(OpClear), 1, 'r', 0, 1, 0}, "clear has no format version 3"},
@@ -221,7 +240,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"expire in version 1", []byte{1, byte(OpExpire), 1, 'r', 1, 1, 'k'}, "needs format version 3"},
 		{"version 3 without its time", []byte{3, byte(OpExpire), 1, 'r', 0, 1, 1, 'k'}, "truncated: missing now"},
 		{"op 0", []byte{1, 0, 0}, "unknown op 0"},
-		{"op 18", []byte{1, 18, 0}, "unknown op 18"},
+		{"op 20", []byte{1, 20, 0}, "unknown op 20"},
 		{"stage in version 1", []byte{1, byte(OpStage), 1, 0, 0}, "needs format version 2"},
 		{"delete-if in version 1", []byte{1, byte(OpDeleteIf), 1, 'r', 1, 1, 'k', 2, '{', '}'}, "needs format version 2"},
 		{"clear-part in version 1", []byte{1, 11, 0}, "needs format version 2"},

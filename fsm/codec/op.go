@@ -25,11 +25,13 @@ const (
 	OpDropStaged    Op = 15 // StageID: forget an unfinished staged command
 	OpAlterRegion   Op = 16 // Region, TTL: change a region's default entry time-to-live (group 0)
 	OpExpire        Op = 17 // Region, RegionID, Keys, Now: remove each key whose deadline is not after Now (the others are left alone)
+	OpBucket        Op = 18 // BucketAction, Bucket, MoveID, Buckets (BucketInit): a step of a bucket's move between partition groups (fsm's buckets.go)
+	OpBucketImport  Op = 19 // Region, RegionID, Bucket, MoveID, Entries, Expires: entries of a bucket moving into this group
 )
 
 // MaxOp is the highest Op this build knows: a dispatch table indexed by Op
 // (the state machine's) needs one slot per value up to it.
-const MaxOp = OpExpire
+const MaxOp = OpBucketImport
 
 // String returns the operation's name as it appears in error messages and in
 // the golden file names (testdata/golden/<name>.bin).
@@ -69,6 +71,10 @@ func (o Op) String() string {
 		return "alter-region"
 	case OpExpire:
 		return "expire"
+	case OpBucket:
+		return "bucket"
+	case OpBucketImport:
+		return "bucket-import"
 	}
 	return "Op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -89,6 +95,58 @@ func (o Op) V3Only() bool { return o == OpAlterRegion || o == OpExpire }
 // entry commands and the creation of a region (its default time-to-live).
 func (o Op) Timed() bool {
 	return o == OpCreateRegion || (o >= OpPut && o <= OpDelete) || o == OpDeleteIf || o.V3Only()
+}
+
+// V4Only reports whether o exists only in format version 4 (the ops added
+// with bucket moves).
+func (o Op) V4Only() bool { return o == OpBucket || o == OpBucketImport }
+
+// BucketAction is what an OpBucket does to the bucket's state in a
+// partition group (fsm's buckets.go has the moves).
+type BucketAction uint8
+
+// The bucket actions; their values are part of the command format.
+const (
+	// BucketInit makes the group's ownership explicit: it owns Buckets,
+	// and no other.
+	BucketInit BucketAction = 1
+	// BucketSeal stops the group serving writes of an owned bucket that
+	// is moving out (reads go on: nothing changes it while it is sealed).
+	BucketSeal BucketAction = 2
+	// BucketUnseal undoes a seal: the move was abandoned.
+	BucketUnseal BucketAction = 3
+	// BucketExpect starts a move in: the group takes imports of the bucket
+	// and serves nothing of it yet.
+	BucketExpect BucketAction = 4
+	// BucketAdopt ends a move in: the group owns the bucket.
+	BucketAdopt BucketAction = 5
+	// BucketAbandon undoes an expect: the imported entries are dropped.
+	BucketAbandon BucketAction = 6
+	// BucketRelease ends a move out: the group drops the bucket's entries
+	// and owns it no more.
+	BucketRelease BucketAction = 7
+)
+
+func (a BucketAction) known() bool { return a >= BucketInit && a <= BucketRelease }
+
+func (a BucketAction) String() string {
+	switch a {
+	case BucketInit:
+		return "init"
+	case BucketSeal:
+		return "seal"
+	case BucketUnseal:
+		return "unseal"
+	case BucketExpect:
+		return "expect"
+	case BucketAdopt:
+		return "adopt"
+	case BucketAbandon:
+		return "abandon"
+	case BucketRelease:
+		return "release"
+	}
+	return "BucketAction(" + strconv.Itoa(int(a)) + ")"
 }
 
 // Staging reports whether o is one of the ops that carry a large command in

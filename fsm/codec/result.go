@@ -46,6 +46,7 @@ const (
 	codeNoLeader
 	codeIndeterminate
 	codeVersionConflict
+	codeWrongGroup
 	codeCount // one past the last code
 )
 
@@ -77,6 +78,8 @@ func sentinel(code byte) error {
 		return region.ErrIndeterminate
 	case codeVersionConflict:
 		return region.ErrVersionConflict
+	case codeWrongGroup:
+		return region.ErrWrongGroup
 	}
 	return nil
 }

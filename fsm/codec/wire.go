@@ -3,6 +3,8 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/kvnode/kvnode/internal/chunked"
 )
 
 // The primitives the command and result encodings are built from: unsigned
@@ -14,9 +16,11 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
+// appendBytes copies b a step at a time: a value may be 100s of MiB, and
+// one built-in copy of it cannot be preempted (package chunked).
 func appendBytes(dst, b []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(b)))
-	return append(dst, b...)
+	return chunked.Append(dst, b)
 }
 
 // decoder reads an in-memory encoding strictly. The first problem sticks in
@@ -120,7 +124,7 @@ func (d *decoder) raw(what string) []byte {
 		return b
 	}
 	b := make([]byte, n)
-	copy(b, d.buf[d.off:])
+	chunked.Copy(b, d.buf[d.off:])
 	d.off += n
 	return b
 }

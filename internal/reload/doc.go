@@ -1,5 +1,5 @@
 // Package reload keeps a member's files in force while it serves: the TLS
-// certificate and key, the CA and the security file are re-read when they
+// certificate and key, the CAs and the security file are re-read when they
 // change on disk or when the operator asks (SIGHUP), and a file that does
 // not load leaves the one before it in force.
 //
@@ -22,7 +22,10 @@
 //     GetClientCertificate and VerifyConnection), so new connections
 //     use what was loaded last without a restart, and connections already
 //     open keep what they shook hands with. On the internal port it also
-//     checks a peer's certificate names against --peer-names (PeerNames).
+//     checks a peer's certificate names against --peer-names (PeerNames);
+//     on the REST port, under --client-cert-auth, it requires a client
+//     certificate of the clients' CA (ClientAuthConfig), whose common name
+//     package rest then takes for the user.
 //
 // Peers are verified by their CA chain and, with PeerNames, by the DNS
 // names (subject alternative names) of their certificate; never by the

@@ -23,9 +23,10 @@ import (
 
 // observer counts what a Watcher and a TLS report.
 type observer struct {
-	mu       sync.Mutex
-	ok, fail map[string]int
-	refused  map[string]int
+	mu            sync.Mutex
+	ok, fail      map[string]int
+	refused       map[string]int
+	clientRefused int
 }
 
 func newObserver() *observer {
@@ -46,6 +47,18 @@ func (o *observer) PeerRefused(reason string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.refused[reason]++
+}
+
+func (o *observer) ClientRefused() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.clientRefused++
+}
+
+func (o *observer) clientRefusals() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.clientRefused
 }
 
 func (o *observer) counts(file string) (ok, fail int) {

@@ -13,17 +13,19 @@ import (
 )
 
 // TLS is a member's TLS material: its certificate and key (HTTPS on the
-// REST port, and its identity on the internal port) and the CA its peers'
-// certificates must chain to. Each is replaced whole (LoadCertificate,
-// LoadCA) and read at every handshake by the configurations it builds, so
-// a replacement applies to the next connection. Its methods are safe for
-// concurrent use.
+// REST port, and its identity on the internal port), the CA its peers'
+// certificates must chain to and, with client certificates on the REST
+// port, the clients' CA (the peers' CA when none is loaded). Each is
+// replaced whole (LoadCertificate, LoadCA, LoadClientCA) and read at every
+// handshake by the configurations it builds, so a replacement applies to
+// the next connection. Its methods are safe for concurrent use.
 type TLS struct {
-	cert  atomic.Pointer[tls.Certificate]
-	ca    atomic.Pointer[x509.CertPool]
-	peers PeerNames
-	log   *slog.Logger
-	obs   Observer
+	cert     atomic.Pointer[tls.Certificate]
+	ca       atomic.Pointer[x509.CertPool]
+	clientCA atomic.Pointer[x509.CertPool]
+	peers    PeerNames
+	log      *slog.Logger
+	obs      Observer
 	// refused keeps the log of refusals to one line a minute per kind.
 	refused refusals
 }
@@ -72,6 +74,18 @@ func (t *TLS) LoadCertificate(contents [][]byte) ([]slog.Attr, error) {
 // more certificates; during a CA rotation it holds the old CA and the
 // new), a File's Load.
 func (t *TLS) LoadCA(contents [][]byte) ([]slog.Attr, error) {
+	return loadPool(&t.ca, contents)
+}
+
+// LoadClientCA puts in force the CA bundle REST clients' certificates must
+// chain to (ClientAuthConfig), when it is not the peers' (LoadCA), a
+// File's Load.
+func (t *TLS) LoadClientCA(contents [][]byte) ([]slog.Attr, error) {
+	return loadPool(&t.clientCA, contents)
+}
+
+// loadPool parses one PEM file of CA certificates into dst.
+func loadPool(dst *atomic.Pointer[x509.CertPool], contents [][]byte) ([]slog.Attr, error) {
 	if len(contents) != 1 {
 		return nil, fmt.Errorf("want one CA file, got %d", len(contents))
 	}
@@ -79,7 +93,7 @@ func (t *TLS) LoadCA(contents [][]byte) ([]slog.Attr, error) {
 	if !pool.AppendCertsFromPEM(contents[0]) {
 		return nil, errors.New("no PEM certificate in the file")
 	}
-	t.ca.Store(pool)
+	dst.Store(pool)
 	return []slog.Attr{slog.Int("certificates", countCerts(contents[0]))}, nil
 }
 
@@ -108,6 +122,79 @@ func (t *TLS) ServerConfig() *tls.Config {
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return t.getCertificate() },
 	}
+}
+
+// ClientAuthConfig is the REST port's TLS under --client-cert-auth:
+// ServerConfig's certificate, and a client certificate required at every
+// handshake that chains, for client use, to the clients' CA in force (the
+// peers' CA when no client CA was loaded). The request for it lists that
+// CA's names, so that a browser offers the right certificate. A refusal
+// is reported; the HTTP server logs the handshake's error, which names
+// the certificate's subject.
+func (t *TLS) ClientAuthConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			cert, err := t.getCertificate()
+			if err != nil {
+				return nil, err
+			}
+			roots := t.clientRoots()
+			if roots == nil {
+				return nil, errors.New("no client CA loaded")
+			}
+			return &tls.Config{
+				MinVersion:   tls.VersionTLS12,
+				Certificates: []tls.Certificate{*cert},
+				// No certificate: the TLS library refuses the handshake
+				// with the alert that says so (certificate_required in
+				// TLS 1.3). The chain is verified by verifyClient, at
+				// every handshake (resumed ones too) and against the CA in
+				// force now; ClientCAs only names it in the request.
+				ClientAuth:       tls.RequireAnyClientCert,
+				ClientCAs:        roots,
+				VerifyConnection: t.verifyClient,
+			}, nil
+		},
+	}
+}
+
+// clientRoots is the CA REST clients' certificates must chain to.
+func (t *TLS) clientRoots() *x509.CertPool {
+	if p := t.clientCA.Load(); p != nil {
+		return p
+	}
+	return t.ca.Load()
+}
+
+// verifyClient checks a REST client's certificate: a chain, for client
+// use, to the clients' CA in force.
+func (t *TLS) verifyClient(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("no client certificate (--client-cert-auth requires one)")
+	}
+	leaf := cs.PeerCertificates[0]
+	if err := verifyChain(cs.PeerCertificates, t.clientRoots(), x509.ExtKeyUsageClientAuth); err != nil {
+		if t.obs != nil {
+			t.obs.ClientRefused()
+		}
+		return fmt.Errorf("the client's certificate (%s, serial %s) is not one the client CA accepts: %w", leaf.Subject, leaf.SerialNumber.Text(16), err)
+	}
+	return nil
+}
+
+// verifyChain verifies certs[0], with certs[1:] as intermediates, against
+// roots for usage, now.
+func verifyChain(certs []*x509.Certificate, roots *x509.CertPool, usage x509.ExtKeyUsage) error {
+	if roots == nil {
+		return errors.New("no CA loaded")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}, CurrentTime: time.Now()})
+	return err
 }
 
 // InternalServerConfig is the internal port's side of mutual TLS: every
@@ -164,15 +251,11 @@ func (t *TLS) verifyPeer(direction, remote string, usage x509.ExtKeyUsage) func(
 			return errors.New("the peer sent no certificate")
 		}
 		leaf := cs.PeerCertificates[0]
-		inter := x509.NewCertPool()
-		for _, c := range cs.PeerCertificates[1:] {
-			inter.AddCert(c)
-		}
 		roots := t.ca.Load()
 		if roots == nil {
 			return errors.New("no CA loaded")
 		}
-		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}, CurrentTime: time.Now()}); err != nil {
+		if err := verifyChain(cs.PeerCertificates, roots, usage); err != nil {
 			err = fmt.Errorf("the peer's certificate is not from the cluster's CA: %w", err)
 			t.refuse("ca", direction, remote, leaf, err)
 			return err

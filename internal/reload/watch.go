@@ -28,8 +28,8 @@ const DefaultDebounce = 200 * time.Millisecond
 const maxQuietWaits = 5
 
 // Observer is told the outcome of every load of a watched file (the
-// start's included; the node's metrics count them) and of every peer
-// certificate TLS refuses.
+// start's included; the node's metrics count them) and of every
+// certificate TLS refuses, a peer's or a REST client's.
 type Observer interface {
 	// Reloaded reports that file (a File's Name) was loaded (err nil) or
 	// that a changed file was refused and the previous one stays (err).
@@ -37,6 +37,9 @@ type Observer interface {
 	// PeerRefused reports a certificate refused on the internal port:
 	// reason is "ca" (no chain to the CA) or "name" (no allowed name).
 	PeerRefused(reason string)
+	// ClientRefused reports a client certificate refused on the REST
+	// port (ClientAuthConfig): no chain to the clients' CA.
+	ClientRefused()
 }
 
 // File is one thing a Watcher keeps loaded: one or more files loaded

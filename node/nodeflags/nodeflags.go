@@ -82,6 +82,32 @@ func (r regionsValue) Set(s string) error {
 }
 
 // sizeValue parses byte sizes: 1048576, 512KiB, 16MiB, 1GiB.
+// groupsValue is --partition-groups: a count, or "auto".
+type groupsValue struct{ cfg *node.Config }
+
+func (v groupsValue) String() string {
+	if v.cfg == nil {
+		return ""
+	}
+	if v.cfg.PartitionGroupsAuto {
+		return "auto"
+	}
+	return strconv.Itoa(v.cfg.PartitionGroups)
+}
+
+func (v groupsValue) Set(s string) error {
+	if strings.TrimSpace(s) == "auto" {
+		v.cfg.PartitionGroupsAuto = true
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want a number of partition groups, or auto")
+	}
+	v.cfg.PartitionGroups, v.cfg.PartitionGroupsAuto = n, false
+	return nil
+}
+
 type sizeValue struct{ p *int64 }
 
 func (v sizeValue) String() string {
@@ -137,11 +163,13 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", cfg.BootstrapExpect, "number of members to wait for before bootstrapping a new cluster")
 	fs.Var(listValue{&cfg.Groups}, "groups", "member groups of this node, g1,g2,...")
 	fs.Var(regionsValue{&cfg.Regions}, "regions", "regions to create at start if absent, name:REPLICATE|PARTITION,...")
-	fs.IntVar(&cfg.PartitionGroups, "partition-groups", cfg.PartitionGroups, "number of partition groups (fixed at bootstrap)")
+	fs.Var(groupsValue{cfg}, "partition-groups", "partition groups of a new cluster (more are added online: PATCH /management/v1/partitions), or auto: at least as many as members, added as members join")
+	fs.BoolVar(&cfg.AutoRebalance, "auto-rebalance", cfg.AutoRebalance, "even the buckets out over the partition groups on its own, whenever they are uneven (after groups are added)")
 	fs.IntVar(&cfg.ReplicationFactor, "replication-factor", cfg.ReplicationFactor, "replicas per partition group (fixed at bootstrap)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "text or json")
 	fs.DurationVar(&cfg.DeadMemberTimeout, "dead-member-timeout", cfg.DeadMemberTimeout, "how long a failed member stays in the cluster before it is removed")
+	fs.DurationVar(&cfg.CatchUpTimeout, "catch-up-timeout", cfg.CatchUpTimeout, "how long a member added to the cluster may take to catch up before it is removed again (and kept out as long); raise it when replicated regions hold much data")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "server-side deadline of every REST request")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long a graceful shutdown (SIGTERM) may take")
 	fs.BoolVar(&cfg.LeaveOnShutdown, "leave-on-shutdown", cfg.LeaveOnShutdown, "make SIGTERM a leave (gossip, Raft, partition replicas moved away: a scale-down) instead of a restart (leadership handed over, the member stays)")
@@ -155,12 +183,14 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSKey, "tls-key", cfg.TLSKey, "PEM private key of --tls-cert")
 	fs.StringVar(&cfg.TLSCA, "tls-ca", cfg.TLSCA, "PEM CA: mutual TLS on the internal port (Raft and RPC); peers need a certificate it signed")
 	fs.Var(listValue{&cfg.PeerNames}, "peer-names", "DNS names or patterns (*.kvnode-peers.default.svc.cluster.local), name,...: a peer's certificate on the internal port must carry one as a DNS name (needs --tls-ca)")
+	fs.BoolVar(&cfg.ClientCertAuth, "client-cert-auth", cfg.ClientCertAuth, "the REST port's TLS handshake requires a client certificate --client-ca (or --tls-ca) signed; with --security-file its common name is the user when no Basic credentials come (needs --tls-cert)")
+	fs.StringVar(&cfg.ClientCA, "client-ca", cfg.ClientCA, "PEM CA of the REST clients' certificates under --client-cert-auth, when not --tls-ca; re-read when it changes and on SIGHUP")
 	fs.StringVar(&cfg.GossipKey, "gossip-key", cfg.GossipKey, "base64 key (16, 24 or 32 bytes) that encrypts gossip; every member needs the same")
 	fs.Uint64Var(&cfg.Raft.SnapshotThreshold, "snapshot-threshold", orDefault(cfg.Raft.SnapshotThreshold, raftgroup.DefaultConfig().SnapshotThreshold), "Raft log entries since a group's last snapshot that make it take the next one (like etcd's --snapshot-count)")
 	fs.IntVar(&cfg.Raft.WatchHistory, "watch-history", orDefault(cfg.Raft.WatchHistory, raftgroup.DefaultConfig().WatchHistory), "change events each Raft group keeps for watches to resume from (GET /kv/v1/watch); a token older than that gets 410 Gone")
 	fs.DurationVar(&cfg.Raft.SnapshotInterval, "snapshot-interval", orDefault(cfg.Raft.SnapshotInterval, raftgroup.DefaultConfig().SnapshotInterval), "how often each group checks --snapshot-threshold (it waits between this and twice this)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", cfg.PprofAddr, "address of a debug listener serving Go's profiles at /debug/pprof/ (off when empty; no authentication: keep it on loopback)")
-	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of a plain listener serving /metrics alone, without authentication, for Prometheus (off when empty; the REST port's /metrics needs CLUSTER:READ with security on)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of a plain listener serving /metrics, /livez and /readyz without authentication or TLS, for Prometheus and probes (off when empty; the REST port's /metrics needs CLUSTER:READ with security on)")
 	fs.DurationVar(&cfg.FunctionTimeout, "function-timeout", cfg.FunctionTimeout, "longest a function call may run; a deployed script past it is stopped (500)")
 	// Not a field of node.Config: Parse reads the file before anything else.
 	fs.String(ConfigFlag, "", "YAML file of flag values, keyed by flag name (http-addr: :9000); precedence: flag > KVNODE_* > file > default")

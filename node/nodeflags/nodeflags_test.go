@@ -240,3 +240,32 @@ func TestWatchLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCertAuth: --client-cert-auth and --client-ca come from flags,
+// KVNODE_* or the config file; client certificates need the REST port's
+// TLS and a CA (--client-ca or --tls-ca), and --client-ca alone, which
+// would protect nothing, is refused.
+func TestClientCertAuth(t *testing.T) {
+	restTLS := []string{"--tls-cert", "n.pem", "--tls-key", "n.key"}
+	cfg, _, err := Parse(append([]string{"--client-ca", "clients.pem"}, restTLS...), []string{"KVNODE_CLIENT_CERT_AUTH=true"}, io.Discard)
+	if err != nil || !cfg.ClientCertAuth || cfg.ClientCA != "clients.pem" {
+		t.Errorf("flag and environment: auth %v, CA %q, %v", cfg.ClientCertAuth, cfg.ClientCA, err)
+	}
+	path := writeConfig(t, "client-cert-auth: true\ntls-ca: ca.pem\n")
+	cfg, _, err = Parse(append([]string{"--config", path}, restTLS...), nil, io.Discard)
+	if err != nil || !cfg.ClientCertAuth || cfg.ClientCA != "" || cfg.TLSCA != "ca.pem" {
+		t.Errorf("config file, the CA of --tls-ca: auth %v, client CA %q, %v", cfg.ClientCertAuth, cfg.ClientCA, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--client-cert-auth", "--client-ca", "clients.pem"}, "--client-cert-auth needs --tls-cert and --tls-key"},
+		{append([]string{"--client-cert-auth"}, restTLS...), "--client-cert-auth needs the CA of the clients' certificates: --client-ca, or --tls-ca"},
+		{append([]string{"--client-ca", "clients.pem"}, restTLS...), "--client-ca is the CA of REST clients' certificates, which only --client-cert-auth asks for"},
+	} {
+		if _, _, err := Parse(tc.args, nil, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) error = %v, want it to mention %q", tc.args, err, tc.want)
+		}
+	}
+}

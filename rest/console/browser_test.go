@@ -274,9 +274,9 @@ func screenshotDir(t *testing.T) string {
 	return dir
 }
 
-// startSecureCluster starts three members with security on (admin may do
-// everything, viewer only read) and waits until each is ready; it answers a member's URL.
-func startSecureCluster(t *testing.T) string {
+// securityFile writes a security file in which admin may do everything
+// and viewer only read, and returns its path.
+func securityFile(t *testing.T) string {
 	t.Helper()
 	hash := func(pw string) string {
 		h, err := auth.HashPassword([]byte(pw + "\n"))
@@ -298,6 +298,14 @@ func startSecureCluster(t *testing.T) string {
 	if err := os.WriteFile(secPath, sec, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return secPath
+}
+
+// startSecureCluster starts three members with security on (admin may do
+// everything, viewer only read) and waits until each is ready; it answers a member's URL.
+func startSecureCluster(t *testing.T) string {
+	t.Helper()
+	secPath := securityFile(t)
 	c := nodetest.New(t)
 	c.Tune = func(_ string, cfg *node.Config) { cfg.SecurityFile = secPath }
 	var members []*node.Node
@@ -327,7 +335,7 @@ type browser struct {
 	pageErrors []string
 }
 
-func newBrowser(t *testing.T, path, shots string) *browser {
+func newBrowser(t *testing.T, path, shots string, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
 		chromedp.ExecPath(path),
@@ -335,6 +343,7 @@ func newBrowser(t *testing.T, path, shots string) *browser {
 		chromedp.WindowSize(1440, 900),
 		chromedp.Flag("lang", "en-US"),
 	)
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelCtx(); cancelAlloc() })

@@ -66,15 +66,10 @@ func WithElement(err error, keys []string, i int) error {
 // the slow path) unless body is valid JSON, valid UTF-8, an array, and of
 // want elements.
 func splitCompacted(body []byte, want int) ([]json.RawMessage, bool) {
-	if !utf8.Valid(body) {
+	if !utf8.Valid(body) || !json.Valid(body) {
 		return nil, false
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(body))
-	if json.Compact(&buf, body) != nil {
-		return nil, false
-	}
-	b := buf.Bytes()
+	b := region.Compact(body)
 	if len(b) < 2 || b[0] != '[' {
 		return nil, false
 	}

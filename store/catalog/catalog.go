@@ -39,6 +39,10 @@ const (
 	FunctionPrefix = "function/"
 )
 
+// RebalancePrefix is where rebalance operations live among the metadata
+// (package store/rebalance): one record per operation, by its ID.
+const RebalancePrefix = "operation/rebalance/"
+
 // TableKey is where the partition table lives among the metadata: the
 // store's own key (package partition encodes the table).
 const TableKey = "partition/table"

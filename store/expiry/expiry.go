@@ -9,13 +9,14 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
 
 // Groups is what the loop needs of the store (store.Router implements it).
 type Groups interface {
-	// PartitionCount is P, the partition groups being 1..P.
-	PartitionCount(ctx context.Context) (int, error)
+	// Placement is the partition table: the partition groups are 1..P.
+	Placement(ctx context.Context) (partition.Table, error)
 	// Leads reports whether this member leads group gid now.
 	Leads(gid uint64) bool
 	// ControlState is this member's replica of the control group.
@@ -58,8 +59,8 @@ func Run(ctx context.Context, groups Groups, interval time.Duration, logger *slo
 // member leads.
 func Once(ctx context.Context, groups Groups) error {
 	gids := []uint64{0}
-	if p, err := groups.PartitionCount(ctx); err == nil {
-		for g := 1; g <= p; g++ {
+	if t, err := groups.Placement(ctx); err == nil {
+		for g := 1; g <= t.P(); g++ {
 			gids = append(gids, uint64(g))
 		}
 	}
@@ -91,7 +92,7 @@ func replica(ctx context.Context, groups Groups, gid uint64) (*fsm.FSM, error) {
 // Stamp puts this member's clock into a command that carries time
 // (codec.Op.Timed) and has none yet: the clock expiry is decided by
 // (fsm/expiry.go). formats is the newest format level every member reads
-// (cluster.MinFormats): below fsm.Formats, a member of an older release
+// (cluster.MinFormats): below fsm.FormatTime, a member of an older release
 // could not decode a command with time, so the command goes without it,
 // and one that needs it (a time-to-live, an expiry, a region's default)
 // is refused with region.ErrUpgradeInProgress before anything is written.
@@ -99,13 +100,13 @@ func Stamp(cmd *codec.Command, formats int, now time.Time) error {
 	if !cmd.Op.Timed() || cmd.Now != 0 {
 		return nil
 	}
-	if formats >= fsm.Formats {
+	if formats >= fsm.FormatTime {
 		cmd.Now = uint64(now.UnixMilli())
 		return nil
 	}
 	if cmd.TTL != 0 || cmd.Op.V3Only() {
 		return fmt.Errorf("%v on region %q: %w: entry time-to-live needs every member on a release that reads format %d (one reads %d); upgrade the others first",
-			cmd.Op, cmd.Region, region.ErrUpgradeInProgress, fsm.Formats, formats)
+			cmd.Op, cmd.Region, region.ErrUpgradeInProgress, fsm.FormatTime, formats)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ func TestStamp(t *testing.T) {
 		wantErr error
 	}{
 		{"a put, every member current", put(), fsm.Formats, 1_795_000_000_000, nil},
+		{"a put, a member of the release before bucket moves", put(), fsm.FormatTime, 1_795_000_000_000, nil},
 		{"a put, an older member", put(), 2, 0, nil},
 		{"a put with a TTL, an older member", &codec.Command{Op: codec.OpPut, Region: "r", Entries: put().Entries, TTL: 1000}, 2, 0, region.ErrUpgradeInProgress},
 		{"a region with a default TTL, an older member", &codec.Command{Op: codec.OpCreateRegion, Region: "r", Kind: region.Replicate, TTL: 1000}, 2, 0, region.ErrUpgradeInProgress},
@@ -42,7 +43,7 @@ func TestStamp(t *testing.T) {
 			if tc.cmd.Now != tc.wantNow {
 				t.Errorf("Now = %d, want %d", tc.cmd.Now, tc.wantNow)
 			}
-			if tc.formats < fsm.Formats && err == nil {
+			if tc.formats < fsm.FormatTime && err == nil {
 				if v := tc.cmd.Encode(nil)[0]; v >= 3 {
 					t.Errorf("with an older member the command is encoded in format %d, which it cannot read", v)
 				}

@@ -29,6 +29,9 @@ type Member struct {
 	Since time.Time
 	// InternalAddr is where its internal port is ("" when unknown).
 	InternalAddr string
+	// Verified says it proved its identity at InternalAddr over the
+	// internal port (package admission): gossip alone admits no one.
+	Verified bool
 }
 
 // ControlView is what the control group's leader knows when it
@@ -51,6 +54,9 @@ type ControlView struct {
 	// PromoteAfter is how long a non-voter must have been seen caught up
 	// before it is promoted.
 	PromoteAfter time.Duration
+	// CatchUpTimeout is how long a live non-voter may take to catch up
+	// for the first time before it is removed again (0: for ever).
+	CatchUpTimeout time.Duration
 }
 
 // ControlMemory is what the control group's decisions remember between
@@ -58,6 +64,52 @@ type ControlView struct {
 type ControlMemory struct {
 	// NonvoterSince is when each non-voter was first seen caught up.
 	NonvoterSince map[raft.ServerID]time.Time
+	// Joining is when each live non-voter not yet seen caught up was
+	// first seen; CaughtUp the non-voters seen caught up at least once.
+	Joining  map[raft.ServerID]time.Time
+	CaughtUp map[raft.ServerID]bool
+}
+
+// neverCaughtUp is the removal of an alive non-voter that this leader has
+// not seen caught up since it first saw it, CatchUpTimeout ago. A
+// non-voter seen caught up once is never removed by this rule (a
+// permanent non-voter of a large cluster that falls behind under load
+// catches up again); a failed one is left to the dead-member timeout.
+func neverCaughtUp(v ControlView, mem *ControlMemory, inConf map[string]raft.Server) (ControlStep, bool) {
+	for id := range mem.Joining {
+		if srv, ok := inConf[string(id)]; !ok || srv.Suffrage == raft.Voter {
+			delete(mem.Joining, id)
+		}
+	}
+	for id := range mem.CaughtUp {
+		if _, ok := inConf[string(id)]; !ok {
+			delete(mem.CaughtUp, id)
+		}
+	}
+	if v.CatchUpTimeout <= 0 {
+		return ControlStep{}, false
+	}
+	for _, srv := range v.Conf.Servers {
+		id := string(srv.ID)
+		if srv.Suffrage == raft.Voter || id == v.Self || mem.CaughtUp[srv.ID] || v.Members[id].Status != Alive {
+			continue
+		}
+		first, seen := mem.Joining[srv.ID]
+		if !seen {
+			first = v.Now
+			mem.Joining[srv.ID] = first
+		}
+		if v.CaughtUp(srv) {
+			mem.CaughtUp[srv.ID] = true
+			delete(mem.Joining, srv.ID)
+			continue
+		}
+		if v.Now.Sub(first) > v.CatchUpTimeout {
+			return ControlStep{Step: Step{Kind: Remove, Server: srv.ID, Address: srv.Address},
+				Reason: fmt.Sprintf("joined as a non-voter but did not catch up within %v", v.CatchUpTimeout), Refuse: true}, true
+		}
+	}
+	return ControlStep{}, false
 }
 
 // VoterTarget is how many voters the control group wants among n live
@@ -81,14 +133,21 @@ type ControlStep struct {
 	// Voters and Target are the voter count and the voter target that a
 	// promotion or a demotion moves between.
 	Voters, Target int
+	// Refuse says a removed member must not be added back at once: it
+	// joined but did not catch up (the caller keeps it out for a while).
+	Refuse bool
 }
 
 // NextControlStep is the next membership change of the control group, at
 // most one per call (Raft applies configuration changes one at a time),
-// in this order: alive members missing from the configuration join as
-// non-voters (in name order); a member that left goes at once, a failed
-// one after DeadMemberTimeout, one gossip never heard of after
-// DeadMemberTimeout counted from Started; then the voters move toward
+// in this order: alive members that proved their identity (Verified) and
+// are missing from the configuration join as non-voters (in name order);
+// a member that left goes at once, a failed one after DeadMemberTimeout,
+// one gossip never heard of after DeadMemberTimeout counted from Started,
+// an alive non-voter never seen caught up after CatchUpTimeout (Refuse:
+// something stops it from following the group, so it holds a place in
+// the partition table, and maybe votes in partition groups, that it
+// cannot fill, and its groups are placed elsewhere); then the voters move toward
 // VoterTarget of the live members: caught-up live non-voters are promoted
 // (in name order, each once caught up for PromoteAfter), and extra voters
 // are demoted, the greatest name other than Self first, only while every
@@ -97,6 +156,21 @@ type ControlStep struct {
 func NextControlStep(v ControlView, mem *ControlMemory) ControlStep {
 	if mem.NonvoterSince == nil {
 		mem.NonvoterSince = map[raft.ServerID]time.Time{}
+	}
+	if mem.Joining == nil {
+		mem.Joining = map[raft.ServerID]time.Time{}
+		mem.CaughtUp = map[raft.ServerID]bool{}
+	}
+	// Each member's catch-up is asked once per decision (it may be an RPC).
+	asked := map[raft.ServerID]bool{}
+	caughtUp := v.CaughtUp
+	v.CaughtUp = func(srv raft.Server) bool {
+		ok, done := asked[srv.ID]
+		if !done {
+			ok = caughtUp(srv)
+			asked[srv.ID] = ok
+		}
+		return ok
 	}
 	inConf := make(map[string]raft.Server, len(v.Conf.Servers))
 	for _, srv := range v.Conf.Servers {
@@ -111,7 +185,7 @@ func NextControlStep(v ControlView, mem *ControlMemory) ControlStep {
 	sort.Strings(names)
 	for _, name := range names {
 		m := v.Members[name]
-		if m.Status != Alive || m.InternalAddr == "" {
+		if m.Status != Alive || m.InternalAddr == "" || !m.Verified {
 			continue
 		}
 		if _, ok := inConf[name]; !ok {
@@ -140,6 +214,9 @@ func NextControlStep(v ControlView, mem *ControlMemory) ControlStep {
 		if reason != "" {
 			return ControlStep{Step: Step{Kind: Remove, Server: srv.ID, Address: srv.Address}, Reason: reason}
 		}
+	}
+	if step, ok := neverCaughtUp(v, mem, inConf); ok {
+		return step
 	}
 
 	// 3. Voters: reach the target with caught-up, alive non-voters; shed

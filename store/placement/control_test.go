@@ -9,7 +9,9 @@ import (
 
 func TestNextControlStep(t *testing.T) {
 	const dead = time.Hour
-	alive := func(addr string) Member { return Member{Status: Alive, Since: t0.Add(-time.Hour), InternalAddr: addr} }
+	alive := func(addr string) Member {
+		return Member{Status: Alive, Since: t0.Add(-time.Hour), InternalAddr: addr, Verified: true}
+	}
 	failed := func(ago time.Duration) Member { return Member{Status: Failed, Since: t0.Add(-ago), InternalAddr: "x"} }
 	left := Member{Status: Left, Since: t0, InternalAddr: "x"}
 	three := map[string]Member{"a": alive("10.0.0.1:7070"), "b": alive("10.0.0.2:7070"), "c": alive("10.0.0.3:7070")}
@@ -38,6 +40,9 @@ func TestNextControlStep(t *testing.T) {
 		{name: "an alive member missing from Raft joins as a non-voter, first by name",
 			servers: []raft.Server{voter("a")}, members: three,
 			want: ControlStep{Step: Step{Kind: AddNonvoter, Server: "b", Address: "10.0.0.2:7070"}}},
+		{name: "nor one that has not proved its identity (gossip alone admits no one)",
+			servers: []raft.Server{voter("a")}, members: with(three, map[string]Member{"b": {Status: Alive, Since: t0.Add(-time.Hour), InternalAddr: "10.0.0.2:7070"}}),
+			want: ControlStep{Step: Step{Kind: AddNonvoter, Server: "c", Address: "10.0.0.3:7070"}}},
 		{name: "not a member without an internal address, nor a failed one",
 			servers: []raft.Server{voter("a")}, members: map[string]Member{"a": alive("x"), "b": {Status: Alive}, "c": failed(time.Minute)}},
 		{name: "a member that left goes at once",
@@ -123,6 +128,69 @@ func TestNextControlStep(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNextControlStepCatchUp: an alive non-voter that this leader has not
+// seen caught up since it first saw it is removed after CatchUpTimeout,
+// and the caller is told to keep it out (Refuse); one seen caught up once,
+// or a failed one, is not.
+func TestNextControlStepCatchUp(t *testing.T) {
+	const timeout = time.Minute
+	members := map[string]Member{
+		"a": {Status: Alive, InternalAddr: "a:1", Verified: true},
+		"b": {Status: Alive, InternalAddr: "b:1", Verified: true},
+		"s": {Status: Alive, InternalAddr: "s:1", Verified: true},
+	}
+	conf := raft.Configuration{Servers: []raft.Server{voter("a"), voter("b"), nonvoter("s")}}
+	caughtUp := map[raft.ServerID]bool{}
+	view := func(now time.Time) ControlView {
+		return ControlView{Self: "a", Conf: conf, Members: members, Now: now, Started: t0,
+			DeadMemberTimeout: time.Hour, PromoteAfter: time.Second, CatchUpTimeout: timeout,
+			CaughtUp: func(srv raft.Server) bool { return caughtUp[srv.ID] }}
+	}
+	var mem ControlMemory
+	if got := NextControlStep(view(t0), &mem); got.Kind != None {
+		t.Fatalf("at first sight: %+v, want none", got)
+	}
+	if got := NextControlStep(view(t0.Add(timeout)), &mem); got.Kind != None {
+		t.Fatalf("at the timeout: %+v, want none", got)
+	}
+	got := NextControlStep(view(t0.Add(timeout+time.Second)), &mem)
+	want := ControlStep{Step: Step{Kind: Remove, Server: "s", Address: "old-s"}, Reason: "joined as a non-voter but did not catch up within 1m0s", Refuse: true}
+	if got != want {
+		t.Fatalf("past the timeout: %+v, want %+v", got, want)
+	}
+
+	// Seen caught up once: never removed by the rule, even when it falls
+	// behind later.
+	mem = ControlMemory{}
+	caughtUp["s"] = true
+	if got := NextControlStep(view(t0), &mem); got.Kind != None {
+		t.Fatalf("caught up: %+v, want none", got)
+	}
+	caughtUp["s"] = false
+	if got := NextControlStep(view(t0.Add(time.Hour)), &mem); got.Kind != None {
+		t.Fatalf("behind an hour after catching up once: %+v, want none", got)
+	}
+
+	// A failed non-voter is the dead-member timeout's business.
+	mem = ControlMemory{}
+	members["s"] = Member{Status: Failed, Since: t0, InternalAddr: "s:1", Verified: true}
+	NextControlStep(view(t0), &mem)
+	if got := NextControlStep(view(t0.Add(2*timeout)), &mem); got.Kind != None {
+		t.Fatalf("failed: %+v, want none", got)
+	}
+
+	// Without a timeout the rule is off.
+	mem = ControlMemory{}
+	members["s"] = Member{Status: Alive, InternalAddr: "s:1", Verified: true}
+	v := view(t0)
+	v.CatchUpTimeout = 0
+	NextControlStep(v, &mem)
+	v.Now = t0.Add(time.Hour)
+	if got := NextControlStep(v, &mem); got.Kind != None {
+		t.Fatalf("no timeout: %+v, want none", got)
 	}
 }
 

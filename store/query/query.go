@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/oql"
+	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/regions"
 )
@@ -20,7 +21,7 @@ type Groups interface {
 	ControlState() (*fsm.FSM, error)
 	ControlBarrier(ctx context.Context) error
 	LocalPart(ctx context.Context, gid uint64, c region.Consistency) (*fsm.FSM, error)
-	PartitionCount(ctx context.Context) (int, error)
+	Placement(ctx context.Context) (partition.Table, error)
 	Visit(ctx context.Context, gid uint64, c region.Consistency, what string, local func(*fsm.FSM) error, remote func(addr string) error) error
 	Call(ctx context.Context, addr string, gid uint64, name string, body []byte) ([]byte, error)
 	Serve(name, what string, h func(ctx context.Context, replica func(region.Consistency) (*fsm.FSM, error), body []byte) ([]byte, error))
@@ -76,18 +77,17 @@ func (e *Engine) Query(ctx context.Context, c region.Consistency, q *oql.Query, 
 		}
 		return q.Execute(ctx, qs, params, opt)
 	}
-	p, err := e.groups.PartitionCount(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gids := regions.AllGroups(p)
-	parts := make([]*oql.Partial, len(gids))
-	errs := regions.Parallel(gids, func(i int, gid uint64) error {
-		part, err := e.queryPart(ctx, gid, c, qs, q, params, opt)
-		parts[i] = part
-		return err
+	var parts []*oql.Partial
+	err = regions.Settled(ctx, e.groups, c, func(t partition.Table) error {
+		gids := regions.AllGroups(t.P())
+		parts = make([]*oql.Partial, len(gids))
+		return regions.FirstError(regions.Parallel(gids, func(i int, gid uint64) error {
+			part, err := e.queryPart(ctx, gid, c, qs, q, params, opt)
+			parts[i] = part
+			return err
+		}))
 	})
-	if err := regions.FirstError(errs); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return q.Merge(ctx, parts, params, opt)

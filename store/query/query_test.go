@@ -63,10 +63,12 @@ func (m *memGroups) Apply(_ context.Context, gid uint64, cmd *codec.Command) (*c
 func (m *memGroups) Control(context.Context, region.Consistency) (*fsm.FSM, error) {
 	return m.fsms[0], nil
 }
-func (m *memGroups) ControlState() (*fsm.FSM, error)             { return m.fsms[0], nil }
-func (m *memGroups) ControlBarrier(context.Context) error        { return nil }
-func (m *memGroups) PartitionCount(context.Context) (int, error) { return len(m.fsms) - 1, nil }
-func (m *memGroups) Leads(uint64) bool                           { return true }
+func (m *memGroups) ControlState() (*fsm.FSM, error)      { return m.fsms[0], nil }
+func (m *memGroups) ControlBarrier(context.Context) error { return nil }
+func (m *memGroups) Placement(context.Context) (partition.Table, error) {
+	return partition.NewTable(len(m.fsms)-1, 1)
+}
+func (m *memGroups) Leads(uint64) bool { return true }
 
 func (m *memGroups) Visit(_ context.Context, gid uint64, _ region.Consistency, _ string, local func(*fsm.FSM) error, remote func(string) error) error {
 	if m.elsewhere[gid] {
@@ -111,7 +113,7 @@ func (m *memGroups) SyncIndexes() {
 	}
 	set := catalog.Indexes(entries)
 	for _, f := range m.fsms {
-		f.SetIndexes(set.Version, set.Defs)
+		f.Indexes().Set(set.Version, set.Defs)
 	}
 }
 

@@ -75,11 +75,11 @@ func (qs *source) Scan(ctx context.Context, path string, fn func(key string, val
 	if ref.Kind != region.Partition {
 		return qs.f0.Scan(ref.Name, 0, func(k string, v json.RawMessage) bool { return fn(k, v) })
 	}
-	p, err := qs.e.groups.PartitionCount(ctx)
+	t, err := qs.e.groups.Placement(ctx)
 	if err != nil {
 		return err
 	}
-	for _, gid := range regions.AllGroups(p) {
+	for _, gid := range regions.AllGroups(t.P()) {
 		more := true
 		if f := qs.local(ctx, gid); f != nil {
 			if err := f.Scan(ref.Name, ref.ID, func(k string, v json.RawMessage) bool {
@@ -183,7 +183,7 @@ func (qs *source) ScanIndex(_ context.Context, path, name string, ranges []index
 	if err != nil || ref.Kind == region.Partition {
 		return false, err
 	}
-	return qs.f0.IndexScan(ref.Name, 0, name, ranges, func(k string, v json.RawMessage) bool { return fn(k, v) })
+	return qs.f0.Indexes().Scan(ref.Name, 0, name, ranges, func(k string, v json.RawMessage) bool { return fn(k, v) })
 }
 
 // shard is the Source of one partial: the scattered region is f, the
@@ -239,7 +239,7 @@ func (ss *shardSource) ScanIndex(ctx context.Context, path, name string, ranges 
 	if ref.Kind != region.Partition {
 		return ss.qs.ScanIndex(ctx, path, name, ranges, fn)
 	}
-	return ss.f.IndexScan(ref.Name, ref.ID, name, ranges, func(k string, v json.RawMessage) bool { return fn(k, v) })
+	return ss.f.Indexes().Scan(ref.Name, ref.ID, name, ranges, func(k string, v json.RawMessage) bool { return fn(k, v) })
 }
 
 // ValuesImmutable: a state machine replaces a value, never edits it, so

@@ -253,7 +253,7 @@ func Open(o Options) (*Group, error) {
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: o.Layer,
 		// Dial members where gossip says they are now, never at the
-		// address the configuration last recorded (see memberAddrs).
+		// address the configuration last recorded (see transport.MemberAddrs).
 		ServerAddressProvider: o.Addrs,
 		MaxPool:               4,
 		Timeout:               InternalTimeout,
@@ -432,7 +432,7 @@ func (g *Group) IsLeader() bool { return g.raft.State() == raft.Leader }
 
 // Leader returns the current leader's ID and internal address, empty when
 // unknown. Raft learns the address from the leader's RPC headers, which
-// memberAddrs tags with the leader's name; the tag is dropped here.
+// transport.MemberAddrs tags with the leader's name; the tag is dropped here.
 func (g *Group) Leader() (id, addr string) {
 	a, i := g.raft.LeaderWithID()
 	addr, _ = transport.SplitRaftAddr(a)

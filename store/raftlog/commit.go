@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kvnode/kvnode/internal/chunked"
 )
 
 // committer writes the records of every group. A write that arrives while
@@ -117,27 +119,36 @@ func (c *committer) commit(batch []*write) error {
 	if err != nil {
 		return err
 	}
-	var buf []byte
+	// One buffer of exactly the batch's size, filled a step at a time: a
+	// batch of staged chunks holds 100s of MiB, and growing a buffer (or
+	// checksumming it) in single built-in calls stalled the whole member,
+	// Raft's heartbeats included (package chunked).
+	total := 0
+	for _, w := range batch {
+		total += recordHeader + bodySize(w)
+	}
+	buf := make([]byte, 0, total)
 	// For each append, where its entries will lie.
 	places := make([][]loc, len(batch))
 	for i, w := range batch {
-		body := []byte{w.kind}
-		body = binary.AppendUvarint(body, w.g.gid)
+		rec := len(buf)
+		buf = append(buf, make([]byte, recordHeader)...)
+		buf = append(buf, w.kind)
+		buf = binary.AppendUvarint(buf, w.g.gid)
 		switch w.kind {
 		case kindAppend:
-			body = binary.AppendUvarint(body, uint64(len(w.entries)))
-			bodyStart := seg.size + int64(len(buf)) + recordHeader
+			buf = binary.AppendUvarint(buf, uint64(len(w.entries)))
 			places[i] = make([]loc, len(w.entries))
 			for j, e := range w.entries {
-				body = binary.AppendUvarint(body, uint64(len(e)))
-				places[i][j] = loc{seg: seg, off: bodyStart + int64(len(body)), n: uint32(len(e))}
-				body = append(body, e...)
+				buf = binary.AppendUvarint(buf, uint64(len(e)))
+				places[i][j] = loc{seg: seg, off: seg.size + int64(len(buf)), n: uint32(len(e))}
+				buf = chunked.Append(buf, e)
 			}
 		case kindDelete:
-			body = binary.AppendUvarint(body, w.min)
-			body = binary.AppendUvarint(body, w.max)
+			buf = binary.AppendUvarint(buf, w.min)
+			buf = binary.AppendUvarint(buf, w.max)
 		}
-		buf = appendRecord(buf, body)
+		sealRecord(buf[rec:])
 	}
 	if err := ss.write(seg, buf); err != nil {
 		return err
@@ -231,4 +242,28 @@ func (c *committer) close() {
 	c.closed = true
 	c.mu.Unlock()
 	c.running.Wait()
+}
+
+// bodySize is the size of w's record body, as commit writes it.
+func bodySize(w *write) int {
+	n := 1 + uvarintLen(w.g.gid)
+	switch w.kind {
+	case kindAppend:
+		n += uvarintLen(uint64(len(w.entries)))
+		for _, e := range w.entries {
+			n += uvarintLen(uint64(len(e))) + len(e)
+		}
+	case kindDelete:
+		n += uvarintLen(w.min) + uvarintLen(w.max)
+	}
+	return n
+}
+
+// uvarintLen is the length of x as a uvarint.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }

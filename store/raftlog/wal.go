@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/kvnode/kvnode/internal/chunked"
 	"github.com/kvnode/kvnode/internal/durable"
 )
 
@@ -74,13 +75,21 @@ func parseSegmentName(name string) (uint64, bool) {
 
 // appendRecord appends one record with body to dst.
 func appendRecord(dst []byte, body []byte) []byte {
-	var h [recordHeader]byte
-	binary.LittleEndian.PutUint32(h[4:], uint32(len(body)))
-	crc := crc32.Update(0, castagnoli, h[4:])
-	crc = crc32.Update(crc, castagnoli, body)
-	binary.LittleEndian.PutUint32(h[:4], crc)
-	dst = append(dst, h[:]...)
-	return append(dst, body...)
+	start := len(dst)
+	dst = append(dst, make([]byte, recordHeader)...)
+	dst = append(dst, body...)
+	sealRecord(dst[start:])
+	return dst
+}
+
+// sealRecord fills in the header of rec, a record whose body follows its
+// recordHeader bytes: the body's length, and the CRC-32C of the length and
+// the body (computed a step at a time: package chunked).
+func sealRecord(rec []byte) {
+	binary.LittleEndian.PutUint32(rec[4:], uint32(len(rec)-recordHeader))
+	crc := crc32.Update(0, castagnoli, rec[4:recordHeader])
+	crc = chunked.Update(crc, castagnoli, rec[recordHeader:])
+	binary.LittleEndian.PutUint32(rec[:4], crc)
 }
 
 // segments is the set of segment files, oldest first.

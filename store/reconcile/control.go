@@ -10,6 +10,7 @@ import (
 	"github.com/kvnode/kvnode/cluster"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/admission"
 	"github.com/kvnode/kvnode/store/placement"
 	"github.com/kvnode/kvnode/store/raftgroup"
 )
@@ -65,7 +66,9 @@ func (r *Reconciler) maybeBootstrap(st *controlState) {
 		st.bootstrapped = true
 		return
 	}
-	alive := aliveMembers(r.cfg.Members)
+	// Only members that proved their identity count: a stranger in gossip
+	// must neither become a first voter nor make up the number.
+	alive := r.trustedMembers()
 	expect := r.cfg.BootstrapExpect
 	if len(alive) < expect {
 		if time.Since(st.lastWaitLog) > 10*time.Second {
@@ -136,7 +139,8 @@ func (r *Reconciler) reconcileControl(st *controlState, g *raftgroup.Group) {
 	gossip := r.cfg.Members.Members()
 	members := make(map[string]placement.Member, len(gossip))
 	for _, m := range gossip {
-		members[m.Name] = placement.Member{Status: placementStatus(m.Status), Since: m.Since, InternalAddr: m.InternalAddr}
+		members[m.Name] = placement.Member{Status: placementStatus(m.Status), Since: m.Since, InternalAddr: m.InternalAddr,
+			Verified: m.InternalAddr != "" && r.verified(m.Name, m.InternalAddr)}
 	}
 	inConf := make(map[string]bool, len(conf.Servers))
 	for _, srv := range conf.Servers {
@@ -147,7 +151,7 @@ func (r *Reconciler) reconcileControl(st *controlState, g *raftgroup.Group) {
 	// Recorded addresses that moved (a rescheduled pod, a restarted
 	// container) are updated first.
 	var joining []string
-	for _, m := range aliveMembers(r.cfg.Members) {
+	for _, m := range r.trustedMembers() {
 		if !inConf[m.Name] {
 			joining = append(joining, m.Name)
 		}
@@ -167,6 +171,7 @@ func (r *Reconciler) reconcileControl(st *controlState, g *raftgroup.Group) {
 		Started:           r.cfg.Started,
 		DeadMemberTimeout: r.cfg.DeadMemberTimeout,
 		PromoteAfter:      r.cfg.PromoteAfter,
+		CatchUpTimeout:    r.cfg.CatchUpTimeout,
 	}, &st.placement)
 	id := string(step.Server)
 	switch step.Kind {
@@ -176,6 +181,11 @@ func (r *Reconciler) reconcileControl(st *controlState, g *raftgroup.Group) {
 			r.logger.Warn("add non-voter failed", "member", id, "error", err)
 		}
 	case placement.Remove:
+		if step.Refuse && r.cfg.Admission != nil {
+			// Kept out as long as it was given, then checked again.
+			addr, _ := liveAddrOf(gossip, id)
+			r.cfg.Admission.Refuse(id, addr, admission.ReasonCatchUp, step.Reason, r.cfg.CatchUpTimeout)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err := g.RemoveServer(ctx, id, step.Reason)
 		cancel()
@@ -193,6 +203,16 @@ func (r *Reconciler) reconcileControl(st *controlState, g *raftgroup.Group) {
 			r.logger.Warn("demote failed", "member", id, "error", err)
 		}
 	}
+}
+
+// liveAddrOf is the internal address gossip gives for member id.
+func liveAddrOf(gossip []cluster.Member, id string) (string, bool) {
+	for _, m := range gossip {
+		if m.Name == id {
+			return m.InternalAddr, true
+		}
+	}
+	return "", false
 }
 
 // placementStatus is gossip's status in placement's terms.

@@ -107,7 +107,7 @@ func (r *Reconciler) Drain(ctx context.Context) error {
 // group).
 func (r *Reconciler) removedByLeaders(ctx context.Context) map[uint64]bool {
 	out := map[uint64]bool{}
-	for _, m := range aliveMembers(r.cfg.Members) {
+	for _, m := range r.trustedMembers() {
 		if m.Name == r.cfg.Self {
 			continue
 		}

@@ -141,7 +141,7 @@ func (r *Reconciler) applied(ctx context.Context) Applied {
 	out := Applied{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, m := range aliveMembers(r.cfg.Members) {
+	for _, m := range r.trustedMembers() {
 		if m.Name == r.cfg.Self {
 			continue
 		}

@@ -61,11 +61,13 @@ func (r *Reconciler) syncPartitions(st *partitionState) {
 	if !ok {
 		return
 	}
-	if !st.warnedSettings && (t.P() != r.cfg.PartitionGroups || t.RF != r.cfg.ReplicationFactor) {
+	// The partition groups grow online (package store/rebalance): a table
+	// with another count than this member's flag is no surprise, another
+	// replication factor is.
+	if !st.warnedSettings && t.RF != r.cfg.ReplicationFactor {
 		st.warnedSettings = true
-		r.logger.Warn("the cluster's partition settings differ from this node's flags; using the cluster's",
-			"partition_groups", t.P(), "replication_factor", t.RF,
-			"flag_partition_groups", r.cfg.PartitionGroups, "flag_replication_factor", r.cfg.ReplicationFactor)
+		r.logger.Warn("the cluster's replication factor differs from this node's flag; using the cluster's",
+			"replication_factor", t.RF, "flag_replication_factor", r.cfg.ReplicationFactor)
 	}
 	members := memberMap(r.cfg.Members)
 	for _, pg := range t.Groups {
@@ -117,8 +119,8 @@ func (r *Reconciler) bootstrapPartition(g *raftgroup.Group, pg partition.Group, 
 			addr := r.cfg.Advertise
 			if name != r.cfg.Self {
 				m, ok := alive(members, name)
-				if !ok {
-					return // wait until every initial member is reachable
+				if !ok || !r.verified(name, m.InternalAddr) {
+					return // wait until every initial member is reachable and proved
 				}
 				addr = m.InternalAddr
 			}
@@ -183,9 +185,10 @@ func (r *Reconciler) reconcileGroup(st *partitionState, g *raftgroup.Group, pg p
 		mem = &placement.Memory{}
 		st.placement[g.ID()] = mem
 	}
+	// Only members that proved their identity at their address are added.
 	aliveAddrs := map[string]string{}
 	for name := range members {
-		if m, ok := alive(members, name); ok {
+		if m, ok := alive(members, name); ok && r.verified(name, m.InternalAddr) {
 			aliveAddrs[name] = m.InternalAddr
 		}
 	}

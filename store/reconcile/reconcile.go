@@ -57,12 +57,25 @@ type Gossip interface {
 	Subscribe() (<-chan struct{}, func())
 }
 
+// Admission says which members proved their identity over the internal
+// port, where (package admission's Checker): gossip alone puts no member
+// into a Raft configuration.
+type Admission interface {
+	Verified(name, addr string) bool
+	// Refuse keeps member name at addr out for hold (label and reason say
+	// why).
+	Refuse(name, addr, label, reason string, hold time.Duration)
+}
+
 // Config configures the loops; the store fills it from its own.
 type Config struct {
 	// Self is this member's name, Advertise its internal address.
 	Self      string
 	Advertise string
 	Members   Gossip
+	// Admission decides who may enter a configuration; nil admits every
+	// member gossip shows.
+	Admission Admission
 	// BootstrapExpect, JoinRequested and JoinGrace decide when and whether
 	// this member bootstraps a new cluster (Consul's bootstrap-expect).
 	BootstrapExpect int
@@ -73,6 +86,10 @@ type Config struct {
 	DeadMemberTimeout time.Duration
 	ReconcileInterval time.Duration
 	PromoteAfter      time.Duration
+	// CatchUpTimeout is how long a member added to the control group as a
+	// non-voter may take to catch up before it is removed again, and kept
+	// out as long again (0: for ever).
+	CatchUpTimeout time.Duration
 	// PartitionGroups and ReplicationFactor shape the partition table when
 	// this member's control group creates it.
 	PartitionGroups   int
@@ -99,12 +116,12 @@ func (r *Reconciler) await(f raft.Future) error {
 	return raftgroup.Await(f, raftgroup.InternalTimeout, r.stop)
 }
 
-// aliveMembers returns alive members that advertise an internal address,
-// sorted by name.
-func aliveMembers(g Gossip) []cluster.Member {
+// trustedMembers returns the alive members that advertise an internal
+// address and proved their identity there, sorted by name.
+func (r *Reconciler) trustedMembers() []cluster.Member {
 	var out []cluster.Member
-	for _, m := range g.Members() {
-		if m.Status == cluster.StatusAlive && m.InternalAddr != "" {
+	for _, m := range r.cfg.Members.Members() {
+		if m.Status == cluster.StatusAlive && m.InternalAddr != "" && r.verified(m.Name, m.InternalAddr) {
 			out = append(out, m)
 		}
 	}
@@ -112,11 +129,19 @@ func aliveMembers(g Gossip) []cluster.Member {
 	return out
 }
 
-// liveAddr says where gossip has member id, if it is alive.
-func liveAddr(g Gossip, id string) (string, bool) {
-	for _, m := range g.Members() {
+// verified says member name proved its identity at addr (every member
+// does without an Admission).
+func (r *Reconciler) verified(name, addr string) bool {
+	return r.cfg.Admission == nil || r.cfg.Admission.Verified(name, addr)
+}
+
+// trustedAddr says where gossip has member id, if it is alive and proved
+// its identity there.
+func (r *Reconciler) trustedAddr(id string) (string, bool) {
+	for _, m := range r.cfg.Members.Members() {
 		if m.Name == id {
-			return m.InternalAddr, m.InternalAddr != "" && m.Status == cluster.StatusAlive
+			ok := m.InternalAddr != "" && m.Status == cluster.StatusAlive && r.verified(m.Name, m.InternalAddr)
+			return m.InternalAddr, ok
 		}
 	}
 	return "", false
@@ -143,5 +168,5 @@ func (r *Reconciler) applyAddressFix(g *raftgroup.Group, fix placement.AddressFi
 // addressFix is the next recorded address of g to mend, if any (see
 // placement.NextAddressFix); joining are members about to be added.
 func (r *Reconciler) addressFix(conf raft.Configuration, joining []string) (placement.AddressFix, bool) {
-	return placement.NextAddressFix(conf, func(id string) (string, bool) { return liveAddr(r.cfg.Members, id) }, joining)
+	return placement.NextAddressFix(conf, r.trustedAddr, joining)
 }

@@ -40,11 +40,11 @@ func (r *API) openPartitioned(ctx context.Context, c region.Consistency, ref Ref
 	if opt.Limit == 0 {
 		return listing.Merge(ctx, nil, opt), nil
 	}
-	p, err := r.groups.PartitionCount(ctx)
+	t, err := r.groups.Placement(ctx)
 	if err != nil {
 		return nil, err
 	}
-	gids := AllGroups(p)
+	gids := AllGroups(t.P())
 	srcs := make([]listing.Source, len(gids))
 	errs := Parallel(gids, func(i int, gid uint64) error {
 		src, err := r.groups.OpenPart(ctx, gid, c, ref.Name, ref.ID, opt)

@@ -105,11 +105,11 @@ func (r *API) DestroyRegion(ctx context.Context, name string) error {
 		return err
 	}
 	if ref.Kind == region.Partition {
-		p, err := r.groups.PartitionCount(ctx)
+		t, err := r.groups.Placement(ctx)
 		if err != nil {
 			return err
 		}
-		errs := Parallel(AllGroups(p), func(_ int, gid uint64) error {
+		errs := Parallel(AllGroups(t.P()), func(_ int, gid uint64) error {
 			_, err := r.groups.Apply(ctx, gid, &codec.Command{Op: codec.OpDestroyRegion, Region: name, RegionID: ref.ID})
 			return err
 		})
@@ -242,20 +242,25 @@ func (r *API) PutIfAbsent(ctx context.Context, name string, e region.Entry, ttl 
 		if err != nil {
 			return "", err
 		}
-		gid, cmd := controlGroup, &codec.Command{Op: codec.OpPutIfAbsent, Region: name, Entries: []region.Entry{e}, TTL: ms}
-		if ref.Kind == region.Partition {
-			p, err := r.groups.PartitionCount(ctx)
-			if err != nil {
-				return "", err
+		cmd := &codec.Command{Op: codec.OpPutIfAbsent, Region: name, Entries: []region.Entry{e}, TTL: ms}
+		if ref.Kind != region.Partition {
+			res, err := r.groups.Apply(ctx, controlGroup, cmd)
+			if res != nil {
+				return res.Key, err
 			}
-			if e.Key == "" {
-				gid = r.parts.nextGroup(p)
-			} else {
-				gid = partition.GroupForKey(e.Key, p)
-			}
-			cmd.RegionID = ref.ID
+			return "", err
 		}
-		res, err := r.groups.Apply(ctx, gid, cmd)
+		cmd.RegionID = ref.ID
+		var res *codec.Result
+		err = r.parts.rerouted(ctx, func(t partition.Table) error {
+			gid := t.GroupFor(e.Key)
+			if e.Key == "" {
+				gid = r.parts.nextGroup(t)
+			}
+			var err error
+			res, err = r.groups.Apply(ctx, gid, cmd)
+			return err
+		})
 		if res != nil {
 			return res.Key, err
 		}

@@ -34,9 +34,10 @@ type Groups interface {
 	// ControlBarrier makes ControlState reflect every write acknowledged
 	// before the call.
 	ControlBarrier(ctx context.Context) error
-	// PartitionCount is P, waiting (as for a leader) while the partition
+	// Placement is the partition table (P groups, the owner of each
+	// bucket), waiting (as for a leader) while the partition
 	// table is not created yet.
-	PartitionCount(ctx context.Context) (int, error)
+	Placement(ctx context.Context) (partition.Table, error)
 	// Leads reports whether this member leads group gid now.
 	Leads(gid uint64) bool
 	// Visit runs local on this member's replica of group gid once a read
@@ -90,6 +91,7 @@ func New(groups Groups, logger *slog.Logger) *API {
 	r := &API{groups: groups, parts: &Parts{groups: groups}, logger: logger}
 	groups.Serve(readRPC, "the read's answer", r.parts.serveRead)
 	groups.Serve(watchRPC, "the watch's answer", r.parts.serveWatch)
+	groups.Serve(bucketRPC, "the bucket's page", r.parts.serveBucket)
 	return r
 }
 

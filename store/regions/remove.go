@@ -51,16 +51,16 @@ func (r *API) Remove(ctx context.Context, name, key string) (json.RawMessage, er
 // deleteIf deletes e.Key if it holds exactly e.Value (see codec.OpDeleteIf).
 func (r *API) deleteIf(ctx context.Context, name string, e region.Entry) error {
 	_, err := withRegion(ctx, r.parts, name, region.Linearizable, func(ref Ref) (none, error) {
-		gid, cmd := controlGroup, &codec.Command{Op: codec.OpDeleteIf, Region: name, Entries: []region.Entry{e}}
-		if ref.Kind == region.Partition {
-			p, err := r.groups.PartitionCount(ctx)
-			if err != nil {
-				return none{}, err
-			}
-			gid, cmd.RegionID = partition.GroupForKey(e.Key, p), ref.ID
+		cmd := &codec.Command{Op: codec.OpDeleteIf, Region: name, Entries: []region.Entry{e}}
+		if ref.Kind != region.Partition {
+			_, err := r.groups.Apply(ctx, controlGroup, cmd)
+			return none{}, err
 		}
-		_, err := r.groups.Apply(ctx, gid, cmd)
-		return none{}, err
+		cmd.RegionID = ref.ID
+		return none{}, r.parts.rerouted(ctx, func(t partition.Table) error {
+			_, err := r.groups.Apply(ctx, t.GroupFor(e.Key), cmd)
+			return err
+		})
 	})
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
@@ -18,7 +19,8 @@ import (
 
 // Routing of region operations. A REPLICATE region lives in group 0; a
 // PARTITION region's entries live in partition groups 1..P, a key in group
-// partition.GroupForKey(key, P). Single-key operations go to the key's
+// the partition table's owner of the key's bucket (partition.Table.GroupFor).
+// Single-key operations go to the key's
 // group; region-wide reads fan out to every group and merge; multi-key
 // operations split by group. See DESIGN.md for what is atomic.
 
@@ -111,22 +113,6 @@ func withRegion[T any](ctx context.Context, pt *Parts, name string, c region.Con
 	return op(fresh)
 }
 
-// keysByGroup splits indexes of keys by partition group, in ascending group
-// order; each group's indexes keep the request order.
-func keysByGroup(keys []string, p int) ([]uint64, map[uint64][]int) {
-	by := map[uint64][]int{}
-	for i, k := range keys {
-		gid := partition.GroupForKey(k, p)
-		by[gid] = append(by[gid], i)
-	}
-	gids := make([]uint64, 0, len(by))
-	for gid := range by {
-		gids = append(gids, gid)
-	}
-	slices.Sort(gids)
-	return gids, by
-}
-
 // Parallel runs f for every group id concurrently and returns the errors in
 // group order (nil where f succeeded).
 func Parallel(gids []uint64, f func(i int, gid uint64) error) []error {
@@ -170,14 +156,8 @@ func FirstError(errs []error) error {
 
 // getPartitioned reads keys of a partitioned region, in request order.
 func (pt *Parts) Get(ctx context.Context, c region.Consistency, ref Ref, keys []string) ([]json.RawMessage, error) {
-	p, err := pt.groups.PartitionCount(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gids, by := keysByGroup(keys, p)
 	out := make([]json.RawMessage, len(keys))
-	errs := Parallel(gids, func(_ int, gid uint64) error {
-		idx := by[gid]
+	err := pt.byGroup(ctx, keys, func(gid uint64, idx []int) error {
 		sub := make([]string, len(idx))
 		for j, i := range idx {
 			sub[j] = keys[i]
@@ -193,11 +173,55 @@ func (pt *Parts) Get(ctx context.Context, c region.Consistency, ref Ref, keys []
 			out[i] = resp.Values[j]
 		}
 		return nil
-	})
-	if err := FirstError(errs); err != nil {
+	}, FirstError)
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// byGroup runs part, in parallel, for each partition group that holds
+// some of keys, with the indexes of its keys; the keys of a part refused
+// with region.ErrWrongGroup (their bucket moved, or is moving) go again,
+// to their owner in the table as it is next (NextPlacement), until no
+// part is refused so or ctx ends. combine makes one error of the parts'.
+func (pt *Parts) byGroup(ctx context.Context, keys []string, part func(gid uint64, idx []int) error, combine func([]error) error) error {
+	t, err := pt.groups.Placement(ctx)
+	if err != nil {
+		return err
+	}
+	pending := make([]int, len(keys))
+	for i := range pending {
+		pending[i] = i
+	}
+	var settled []error
+	for {
+		by := map[uint64][]int{}
+		for _, i := range pending {
+			gid := t.GroupFor(keys[i])
+			by[gid] = append(by[gid], i)
+		}
+		gids := make([]uint64, 0, len(by))
+		for gid := range by {
+			gids = append(gids, gid)
+		}
+		slices.Sort(gids)
+		errs := Parallel(gids, func(_ int, gid uint64) error { return part(gid, by[gid]) })
+		pending = pending[:0]
+		for j, err := range errs {
+			if errors.Is(err, region.ErrWrongGroup) {
+				pending = append(pending, by[gids[j]]...)
+			} else {
+				settled = append(settled, err)
+			}
+		}
+		if len(pending) == 0 {
+			return combine(settled)
+		}
+		if t, err = NextPlacement(ctx, pt.groups, t); err != nil {
+			return combine(append(settled, err))
+		}
+	}
 }
 
 // listPartitioned merges the first limit entries (all when limit < 0) of
@@ -206,26 +230,25 @@ func (pt *Parts) list(ctx context.Context, c region.Consistency, ref Ref, limit 
 	if limit == 0 {
 		return []region.Entry{}, nil
 	}
-	p, err := pt.groups.PartitionCount(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gids := AllGroups(p)
-	parts := make([][]region.Entry, len(gids))
-	errs := Parallel(gids, func(i int, gid uint64) error {
-		resp, err := pt.readPart(ctx, gid, c, readReq{Op: readList, Region: ref.Name, ID: ref.ID, Limit: limit})
-		if err != nil {
-			return err
-		}
-		if len(resp.Keys) != len(resp.Values) {
-			return fmt.Errorf("group %d answered %d keys and %d values", gid, len(resp.Keys), len(resp.Values))
-		}
-		for j := range resp.Keys {
-			parts[i] = append(parts[i], region.Entry{Key: resp.Keys[j], Value: resp.Values[j]})
-		}
-		return nil
+	var parts [][]region.Entry
+	err := Settled(ctx, pt.groups, c, func(t partition.Table) error {
+		gids := AllGroups(t.P())
+		parts = make([][]region.Entry, len(gids))
+		return FirstError(Parallel(gids, func(i int, gid uint64) error {
+			resp, err := pt.readPart(ctx, gid, c, readReq{Op: readList, Region: ref.Name, ID: ref.ID, Limit: limit})
+			if err != nil {
+				return err
+			}
+			if len(resp.Keys) != len(resp.Values) {
+				return fmt.Errorf("group %d answered %d keys and %d values", gid, len(resp.Keys), len(resp.Values))
+			}
+			for j := range resp.Keys {
+				parts[i] = append(parts[i], region.Entry{Key: resp.Keys[j], Value: resp.Values[j]})
+			}
+			return nil
+		}))
 	})
-	if err := FirstError(errs); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	merged := slices.Concat(parts...)
@@ -238,18 +261,17 @@ func (pt *Parts) list(ctx context.Context, c region.Consistency, ref Ref, limit 
 
 // keysPartitioned merges every group's keys in order.
 func (pt *Parts) keys(ctx context.Context, c region.Consistency, ref Ref) ([]string, error) {
-	p, err := pt.groups.PartitionCount(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gids := AllGroups(p)
-	parts := make([][]string, len(gids))
-	errs := Parallel(gids, func(i int, gid uint64) error {
-		resp, err := pt.readPart(ctx, gid, c, readReq{Op: readKeys, Region: ref.Name, ID: ref.ID})
-		parts[i] = resp.Keys
-		return err
+	var parts [][]string
+	err := Settled(ctx, pt.groups, c, func(t partition.Table) error {
+		gids := AllGroups(t.P())
+		parts = make([][]string, len(gids))
+		return FirstError(Parallel(gids, func(i int, gid uint64) error {
+			resp, err := pt.readPart(ctx, gid, c, readReq{Op: readKeys, Region: ref.Name, ID: ref.ID})
+			parts[i] = resp.Keys
+			return err
+		}))
 	})
-	if err := FirstError(errs); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	keys := slices.Concat(parts...)
@@ -259,18 +281,17 @@ func (pt *Parts) keys(ctx context.Context, c region.Consistency, ref Ref) ([]str
 
 // countPartitioned sums every group's count.
 func (pt *Parts) Count(ctx context.Context, c region.Consistency, ref Ref) (int, error) {
-	p, err := pt.groups.PartitionCount(ctx)
-	if err != nil {
-		return 0, err
-	}
-	gids := AllGroups(p)
-	counts := make([]int, len(gids))
-	errs := Parallel(gids, func(i int, gid uint64) error {
-		resp, err := pt.readPart(ctx, gid, c, readReq{Op: readCount, Region: ref.Name, ID: ref.ID})
-		counts[i] = resp.Count
-		return err
+	var counts []int
+	err := Settled(ctx, pt.groups, c, func(t partition.Table) error {
+		gids := AllGroups(t.P())
+		counts = make([]int, len(gids))
+		return FirstError(Parallel(gids, func(i int, gid uint64) error {
+			resp, err := pt.readPart(ctx, gid, c, readReq{Op: readCount, Region: ref.Name, ID: ref.ID})
+			counts[i] = resp.Count
+			return err
+		}))
 	})
-	if err := FirstError(errs); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	total := 0
@@ -278,6 +299,65 @@ func (pt *Parts) Count(ctx context.Context, c region.Consistency, ref Ref) (int,
 		total += n
 	}
 	return total, nil
+}
+
+// Placements is what Settled and NextPlacement need of the store.
+type Placements interface {
+	Placement(ctx context.Context) (partition.Table, error)
+	ControlBarrier(ctx context.Context) error
+}
+
+// NextPlacement is the partition table after a refusal with
+// region.ErrWrongGroup (a bucket moving, or moved): once this member's
+// copy of the control group has caught up (a barrier), the table if it
+// differs from seen, else, after a short wait, again, for up to a second;
+// then whatever it is (the caller's next attempt may be refused again: a
+// bucket stays sealed while it moves). ctx bounds it.
+func NextPlacement(ctx context.Context, groups Placements, seen partition.Table) (partition.Table, error) {
+	deadline := time.Now().Add(time.Second)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		if err := groups.ControlBarrier(ctx); err != nil {
+			return partition.Table{}, err
+		}
+		t, err := groups.Placement(ctx)
+		if err != nil || !t.Equal(seen) || time.Now().After(deadline) {
+			return t, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return partition.Table{}, fmt.Errorf("wait for a moving bucket: %w: %v", region.ErrWrongGroup, ctx.Err())
+		}
+	}
+}
+
+// Settled runs read, a read of every partition group of the table it is
+// given, so that no bucket moving between two groups meanwhile is read in
+// both or in neither: a read that begins while a move switches owners
+// waits for the switch to end, and a linearizable one whose table changed
+// while it ran (once this member's copy of the control group has caught
+// up after it) goes again with the new table. A stale read takes the
+// table as it is.
+func Settled(ctx context.Context, groups Placements, c region.Consistency, read func(t partition.Table) error) error {
+	t, err := groups.Placement(ctx)
+	for err == nil {
+		if t.Switching() {
+			t, err = NextPlacement(ctx, groups, t)
+			continue
+		}
+		if err = read(t); err != nil || c == region.Stale {
+			return err
+		}
+		if err = groups.ControlBarrier(ctx); err != nil {
+			return err
+		}
+		after, perr := groups.Placement(ctx)
+		if perr != nil || after.Equal(t) {
+			return perr
+		}
+		t = after
+	}
+	return err
 }
 
 // AllGroups are the partition groups 1..p.
@@ -294,16 +374,25 @@ func AllGroups(p int) []uint64 {
 // applySplit sends one command per partition group holding some of keys,
 // built by mk from the indexes of that group's keys, in parallel.
 func (pt *Parts) applySplit(ctx context.Context, keys []string, mk func(idx []int) *codec.Command) error {
-	p, err := pt.groups.PartitionCount(ctx)
-	if err != nil {
+	return pt.byGroup(ctx, keys, func(gid uint64, idx []int) error {
+		_, err := pt.groups.Apply(ctx, gid, mk(idx))
 		return err
+	}, writeError)
+}
+
+// rerouted runs op with the partition table, and again with the table as
+// it is next (NextPlacement) for as long as op is refused with
+// region.ErrWrongGroup and ctx allows: a single-group operation on a key
+// whose bucket moved, or is moving.
+func (pt *Parts) rerouted(ctx context.Context, op func(t partition.Table) error) error {
+	t, err := pt.groups.Placement(ctx)
+	for err == nil {
+		if err = op(t); !errors.Is(err, region.ErrWrongGroup) {
+			return err
+		}
+		t, err = NextPlacement(ctx, pt.groups, t)
 	}
-	gids, by := keysByGroup(keys, p)
-	errs := Parallel(gids, func(_ int, gid uint64) error {
-		_, err := pt.groups.Apply(ctx, gid, mk(by[gid]))
-		return err
-	})
-	return writeError(errs)
+	return err
 }
 
 // precheck validates a multi-group REPLACE, CAS or DELETE against a
@@ -338,30 +427,38 @@ func (pt *Parts) spansGroups(ctx context.Context, keys []string) (bool, error) {
 	if len(keys) < 2 {
 		return false, nil
 	}
-	p, err := pt.groups.PartitionCount(ctx)
+	t, err := pt.groups.Placement(ctx)
 	if err != nil {
 		return false, err
 	}
-	first := partition.GroupForKey(keys[0], p)
+	first := t.GroupFor(keys[0])
 	for _, k := range keys[1:] {
-		if partition.GroupForKey(k, p) != first {
+		if t.GroupFor(k) != first {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// nextGroup picks the partition group for a generated key: one whose
-// leader is this node when there is one (no forwarding), else round robin.
-func (pt *Parts) nextGroup(p int) uint64 {
+// nextGroup picks the partition group for a generated key among those
+// that own a bucket (a group added to the table owns none until buckets
+// move to it, and could generate no key): one whose leader is this node
+// when there is one (no forwarding), else round robin.
+func (pt *Parts) nextGroup(t partition.Table) uint64 {
+	var owning []uint64
+	for _, gid := range AllGroups(t.P()) {
+		if len(t.BucketsOf(gid)) > 0 {
+			owning = append(owning, gid)
+		}
+	}
 	start := pt.rr.Add(1)
-	for i := 0; i < p; i++ {
-		gid := uint64((start+uint64(i))%uint64(p)) + 1
+	for i := range owning {
+		gid := owning[(start+uint64(i))%uint64(len(owning))]
 		if pt.groups.Leads(gid) {
 			return gid
 		}
 	}
-	return start%uint64(p) + 1
+	return owning[start%uint64(len(owning))]
 }
 
 // ListPart reads every entry of group gid's part of a partitioned region.

@@ -82,11 +82,11 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 	}
 	gids := []uint64{controlGroup}
 	if ref.Kind == region.Partition {
-		p, err := r.groups.PartitionCount(ctx)
+		t, err := r.groups.Placement(ctx)
 		if err != nil {
 			return nil, err
 		}
-		gids = AllGroups(p)
+		gids = AllGroups(t.P())
 	}
 	w := &watch{api: r, ref: ref, gids: gids, pos: make([]history.Pos, len(gids)), behind: make([]int, len(gids)), buffer: opts.Buffer}
 	if w.buffer <= 0 {

@@ -223,7 +223,7 @@ func (d *Dialer) dial(ctx context.Context, addr string, kind byte, gid uint64, t
 		tc := tls.Client(conn, d.TLS)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = conn.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+			return nil, fmt.Errorf("%w with %s: %w", ErrHandshake, addr, err)
 		}
 		conn = tc
 	}

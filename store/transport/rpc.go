@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvnode/kvnode/internal/chunked"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -64,15 +65,24 @@ func FrameLimit(maxBody int64) int64 { return maxBody + FrameOverhead }
 // ReadFrame reads all of r, or refuses with region.ErrTooLarge once it is
 // longer than limit: never a silently shortened message.
 func ReadFrame(r io.Reader, limit int64, what string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	if int64(len(data)) > limit {
+	// Not io.ReadAll: its growth copies a large frame whole, in calls the
+	// scheduler cannot preempt (package chunked).
+	data, err := chunked.ReadAll(r, -1, limit)
+	var tooLong *chunked.TooLongError
+	switch {
+	case errors.As(err, &tooLong):
 		return nil, fmt.Errorf("%w: %s is larger than the internal frame limit of %d bytes (set by --max-body-size)", region.ErrTooLarge, what, limit)
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	return data, nil
 }
+
+// ErrHandshake marks a connection refused in the TLS handshake of the
+// internal port's mutual TLS: the other side's certificate was not
+// accepted here, ours was not accepted there, or it does not speak TLS.
+// Nothing was sent.
+var ErrHandshake = errors.New("TLS handshake")
 
 // ErrUnreachable marks a failure to reach another node before anything was
 // sent: the operation certainly did not happen there, so it is safe to retry.

@@ -6,10 +6,36 @@
 // reloaded, and signOut drops them at once. Requests are sent with
 // credentials: 'omit', so the browser neither adds credentials of its own
 // nor shows its sign-in dialog on a 401: the page's form is the one way in.
+//
+// But for a node whose REST port requires a client certificate
+// (--client-cert-auth): fetch presents the browser's certificate only
+// with credentials, and the node refuses a connection without one. The
+// console then asks with the browser's credentials (useCertificate), and
+// the certificate's common name is the user.
 
 let authorization = null; // "Basic ..." while signed in
 let userName = '';
+let credentials = 'omit'; // 'same-origin' once the node wanted a certificate
+let certificateCN = null; // the node's Kvnode-Client-Certificate-CN, once it sent one
 const listeners = new Set();
+
+// useCertificate makes every request carry the browser's credentials,
+// its client certificate among them (or, with false, no longer).
+export function useCertificate(on = true) {
+  credentials = on ? 'same-origin' : 'omit';
+}
+
+// byCertificate reports whether requests carry the browser's
+// credentials.
+export function byCertificate() {
+  return credentials !== 'omit';
+}
+
+// certificateName is the common name of the browser's client certificate
+// as the node saw it (it says so under --client-cert-auth), or null.
+export function certificateName() {
+  return certificateCN;
+}
 
 export class ApiError extends Error {
   constructor(fields) {
@@ -72,10 +98,11 @@ export async function call(method, path, opts = {}) {
   if (sentAuth) headers.Authorization = authorization;
   let resp;
   try {
-    resp = await fetch(url, { method, headers, body, credentials: 'omit', cache: 'no-store', redirect: 'follow' });
+    resp = await fetch(url, { method, headers, body, credentials, cache: 'no-store', redirect: 'follow' });
   } catch (e) {
     throw new ApiError({ network: true, status: 0, method, path: url, cause: `the node did not answer (${e.message})` });
   }
+  if (resp.headers.has('Kvnode-Client-Certificate-CN')) certificateCN = resp.headers.get('Kvnode-Client-Certificate-CN');
   const text = method === 'HEAD' ? '' : await resp.text();
   if (resp.ok || resp.status === 409 && opts.conflictOK) {
     return { status: resp.status, headers: resp.headers, text };
@@ -113,7 +140,7 @@ export async function openStream(path, query, lastEventId, signal) {
   if (lastEventId) headers['Last-Event-ID'] = lastEventId;
   let resp;
   try {
-    resp = await fetch(url, { headers, signal, credentials: 'omit', cache: 'no-store' });
+    resp = await fetch(url, { headers, signal, credentials, cache: 'no-store' });
   } catch (e) {
     if (signal && signal.aborted) throw e;
     throw new ApiError({ network: true, status: 0, method: 'GET', path: url, cause: `the node did not answer (${e.message})` });

@@ -29,20 +29,48 @@ let unsubscribe = null;
 
 // start finds out whether the cluster wants credentials: GET /kv/v1
 // without any answers 401 when security is on. Nothing of the cluster is
-// shown before the API has accepted the user's credentials.
+// shown before the API has accepted the user's credentials. Under
+// --client-cert-auth the browser's certificate is the user: 200, or 403
+// for one who may not list regions (they may still see what their roles
+// allow); 401 for a certificate that names no user, who may sign in.
 async function start() {
   try {
-    await api.call('GET', '/kv/v1', { auth: false });
+    await probe();
     securityOn = false;
     enter();
   } catch (e) {
+    if (e.status === 403 && api.certificateName() !== null) {
+      securityOn = false;
+      enter();
+      return;
+    }
     if (e.status === 401) {
       securityOn = true;
-      login();
+      login(api.certificateName() !== null ? `Your browser's client certificate (${api.certificateName()}) names no user of this cluster: sign in with a user and password.` : undefined);
       return;
     }
     fill(root, h('div.login-wrap', h('div.login',
       brand(), errorBox(e), h('button.primary', { onclick: () => start() }, 'Try again'))));
+  }
+}
+
+// probe asks GET /kv/v1 without Basic credentials: first as every call
+// is sent, without the browser's credentials; when that gets no answer at
+// all, once more with them, for a node that requires a client certificate
+// (--client-cert-auth), which fetch presents only with credentials. The
+// way that got an answer stays for every call.
+async function probe() {
+  try {
+    return await api.call('GET', '/kv/v1', { auth: false });
+  } catch (e) {
+    if (!e.network || api.byCertificate()) throw e;
+  }
+  api.useCertificate();
+  try {
+    return await api.call('GET', '/kv/v1', { auth: false });
+  } catch (e) {
+    if (e.network) api.useCertificate(false);
+    throw e;
   }
 }
 
@@ -114,7 +142,10 @@ function enter() {
   const userBox = securityOn
     ? h('div.user', h('span.avatar', api.user().slice(0, 1) || '?'), h('span#user-name', api.user()),
       h('button.small#sign-out', { onclick: () => login() }, 'Sign out'))
-    : h('div.user', h('span.badge.amber', { title: 'The node runs without --security-file: anyone who reaches it may read and write.' }, 'Security off'));
+    : api.certificateName() !== null
+      ? h('div.user', h('span.badge.green#by-certificate', { title: 'Your browser\'s client certificate signs every call in: its common name is your user (a node without --security-file lets every certificate its CA signed do everything). Closing the browser ends the session.' }, 'Client certificate'),
+        h('span#user-name', api.certificateName()))
+      : h('div.user', h('span.badge.amber', { title: 'The node runs without --security-file: anyone who reaches it may read and write.' }, 'Security off'));
   const main = h('main.main#main');
   shell = { nav, main, pill };
   fill(root, h('div.shell',

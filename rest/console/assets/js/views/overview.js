@@ -118,13 +118,27 @@ function renderMembers(box, s) {
   const rows = s.cluster.members.map((m) => h('tr', { dataset: { member: m.name } },
     h('td', h('div.row', h('b', m.name), m.name === s.cluster.leader ? h('span.badge.blue', 'leader') : null)),
     h('td', h('div.row', h('span.dot', { class: statusDot[m.status] || '' }), m.status)),
-    h('td', m.suffrage ? h('span.badge', { class: m.suffrage === 'voter' ? 'green' : '' }, m.suffrage) : h('span.faint', 'not in the group')),
+    h('td', raftCell(m)),
     h('td', link(m.restUrl)),
     h('td.mono', m.internalAddr || '—'),
     h('td.mono', m.gossipAddr || '—'),
     h('td', m.groups.length ? m.groups.map((g) => h('span.badge', g)) : h('span.faint', '—')),
     h('td.mono', m.version || '—')));
   fill(box, table(['Name', 'Status', 'Raft', 'REST URL', 'Internal', 'Gossip', 'Member groups', 'Version'], rows, 'members-table'));
+}
+
+// raftCell is a member's place in the control group; a member that has
+// not proved its identity over the internal port (refused, or not yet
+// verified) says so, with the reason on hover: it is in no Raft group.
+function raftCell(m) {
+  if (m.identity === 'refused' || m.identity === 'unverified') {
+    return h('div.row', h('span.badge', { class: m.identity === 'refused' ? 'red' : 'amber', title: m.reason || '' }, m.identity),
+      h('span.faint', m.reason || ''));
+  }
+  if (m.suffrage) {
+    return h('span.badge', { class: m.suffrage === 'voter' ? 'green' : '' }, m.suffrage);
+  }
+  return h('span.faint', 'not in the group');
 }
 
 function renderGroups(box, s) {

@@ -1,0 +1,110 @@
+package rebalance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/store/regions"
+)
+
+// pages serves a bucket's entries two at a time, or fails.
+type pages struct {
+	entries []regions.BucketEntry
+	fail    error
+}
+
+func (p pages) BucketPage(_ context.Context, _ uint64, _ int, after regions.BucketEntry, _ int) (regions.BucketPage, error) {
+	if p.fail != nil {
+		return regions.BucketPage{}, p.fail
+	}
+	i := 0
+	if after.Key != "" {
+		i = slices.IndexFunc(p.entries, func(e regions.BucketEntry) bool { return e.Key == after.Key && e.Region == after.Region }) + 1
+	}
+	end := min(i+2, len(p.entries))
+	return regions.BucketPage{Entries: p.entries[i:end], More: end < len(p.entries)}, nil
+}
+
+// steps is what the groups were sent, as "group: action" lines.
+func steps(store *memStore) []string {
+	var out []string
+	for _, c := range store.applied {
+		switch c.Op {
+		case codec.OpBucket:
+			out = append(out, c.BucketAction.String())
+		case codec.OpBucketImport:
+			out = append(out, fmt.Sprintf("import %d", len(c.Entries)))
+		}
+	}
+	return out
+}
+
+// TestMove: a move makes the groups explicit, seals, expects, imports the
+// bucket's pages, switches and makes the target the owner; the table
+// records the move meanwhile and forgets it after. A move whose copy fails
+// is abandoned: the target drops, the source unseals, the bucket stays.
+func TestMove(t *testing.T) {
+	ctx := context.Background()
+	tab := table(t, 4, 4)
+	store := newMemStore(t, tab)
+	var entries []regions.BucketEntry
+	for i := range 5 {
+		entries = append(entries, regions.BucketEntry{Region: "p", RegionID: 9, Key: fmt.Sprintf("k%d", i), Value: []byte(`{}`)})
+	}
+	m := NewMover(store, pages{entries: entries}, nil)
+	st, err := m.Move(ctx, 7, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := steps(store)
+	want := []string{"init", "init", "init", "init", "seal", "expect", "import 2", "import 2", "import 1", "release", "adopt"}
+	if !slices.Equal(got, want) {
+		t.Errorf("steps %v, want %v", got, want)
+	}
+	if st.Entries["p"] != 5 || st.From != tab.Owner(7) || st.To != 2 {
+		t.Errorf("stats %+v", st)
+	}
+	after, _, _ := m.Table(ctx)
+	if after.Owner(7) != 2 || len(after.Moves) != 0 {
+		t.Errorf("after the move: owner %d, moves %+v", after.Owner(7), after.Moves)
+	}
+
+	// A failed copy: abandoned, the bucket stays.
+	store.applied = nil
+	m.pages = pages{fail: errors.New("member gone")}
+	if _, err := m.Move(ctx, 8, 3); err == nil {
+		t.Fatal("a move whose copy fails succeeded")
+	}
+	if got := steps(store); !slices.Equal(got, []string{"seal", "expect", "abandon", "unseal"}) {
+		t.Errorf("steps of the failed move %v", got)
+	}
+	after, _, _ = m.Table(ctx)
+	if after.Owner(8) != tab.Owner(8) || len(after.Moves) != 0 {
+		t.Errorf("after the failed move: owner %d, moves %+v", after.Owner(8), after.Moves)
+	}
+
+	// A move a former leader left switching is finished by Resume; one
+	// left before the switch is abandoned.
+	store.applied = nil
+	if _, err := m.update(ctx, func(t *partition.Table) error {
+		t.Moves = []partition.Move{{Bucket: 10, From: t.Owner(10), To: 4, ID: 5, Switching: true}, {Bucket: 12, From: t.Owner(12), To: 4, ID: 6}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, _, _ = m.Table(ctx)
+	if after.Owner(10) != 4 || after.Owner(12) == 4 || len(after.Moves) != 0 {
+		t.Errorf("after Resume: bucket 10 owned by %d, 12 by %d, moves %+v", after.Owner(10), after.Owner(12), after.Moves)
+	}
+	if got := steps(store); !slices.Equal(got, []string{"release", "adopt", "abandon", "unseal"}) {
+		t.Errorf("steps of Resume %v", got)
+	}
+}

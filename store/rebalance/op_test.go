@@ -1,0 +1,115 @@
+package rebalance
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kvnode/kvnode/fsm"
+	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/region"
+	"github.com/kvnode/kvnode/store/catalog"
+)
+
+// memStore is the control group's metadata in memory, and groups that
+// take every command.
+type memStore struct {
+	mu      sync.Mutex
+	meta    map[string]catalog.Entry
+	next    uint64
+	applied []*codec.Command
+}
+
+func newMemStore(t *testing.T, tab partition.Table) *memStore {
+	t.Helper()
+	raw, err := partition.Encode(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &memStore{meta: map[string]catalog.Entry{catalog.TableKey: {Key: catalog.TableKey, Value: raw, Version: 1}}, next: 2}
+}
+
+func (m *memStore) Meta(_ context.Context, _ region.Consistency, key string) ([]byte, uint64, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.meta[key]
+	return e.Value, e.Version, ok, nil
+}
+
+func (m *memStore) MetaList(_ context.Context, _ region.Consistency, prefix string) ([]catalog.Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []catalog.Entry
+	for k, e := range m.meta {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) SetMeta(_ context.Context, key string, version uint64, value []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.meta[key].Version != version {
+		return region.ErrVersionConflict
+	}
+	m.meta[key] = catalog.Entry{Key: key, Value: value, Version: m.next}
+	m.next++
+	return nil
+}
+
+func (m *memStore) Apply(_ context.Context, _ uint64, cmd *codec.Command) (*codec.Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applied = append(m.applied, cmd)
+	return &codec.Result{}, nil
+}
+
+func (m *memStore) Formats() int { return fsm.Formats }
+
+// TestAutoStart: with --partition-groups auto a cluster with more members
+// than groups starts a rebalance that grows them to the members; with
+// --auto-rebalance uneven buckets start one that only evens them; an even
+// cluster, or one with the modes off, starts nothing.
+func TestAutoStart(t *testing.T) {
+	even := table(t, 4, 4)
+	uneven := table(t, 6, 6)
+	uneven.Owners = make([]uint64, partition.Buckets)
+	for b := range uneven.Owners {
+		uneven.Owners[b] = even.Owner(b) // groups 5 and 6 own nothing yet
+	}
+	for _, tc := range []struct {
+		name    string
+		tab     partition.Table
+		auto    Auto
+		members int
+		want    int // -1: no operation
+	}{
+		{"auto groups, six members", even, Auto{Groups: true}, 6, 6},
+		{"auto groups, as many members as groups", even, Auto{Groups: true}, 4, -1},
+		{"auto rebalance, uneven", uneven, Auto{Rebalance: true}, 3, 0},
+		{"auto rebalance, even", even, Auto{Rebalance: true}, 3, -1},
+		{"off", uneven, Auto{}, 9, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newMemStore(t, tc.tab)
+			ops := NewOperations(store)
+			tc.auto.Members = func() int { return tc.members }
+			r := NewRunner(ops, NewMover(store, nil, nil), func() bool { return true }, tc.auto, nil)
+			r.autoStart(context.Background())
+			started, err := ops.List(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.want < 0 && len(started) != 0:
+				t.Errorf("started %+v, want none", started)
+			case tc.want >= 0 && (len(started) != 1 || started[0].Groups != tc.want || started[0].Status != InProgress):
+				t.Errorf("started %+v, want one growing to %d groups", started, tc.want)
+			}
+		})
+	}
+}

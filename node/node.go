@@ -291,7 +291,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.httpSrv.RegisterOnShutdown(api.CloseWatches)
 	serveLn := n.httpLn
 	if n.tls.rest != nil {
-		serveLn = tls.NewListener(n.httpLn, n.tls.rest)
+		serveLn = tls.NewListener(lingerListener{n.httpLn}, n.tls.rest)
 	}
 	go func() {
 		if err := n.httpSrv.Serve(serveLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -374,6 +374,10 @@ func (n *Node) HTTPAddr() string { return n.httpLn.Addr().String() }
 
 // RESTURL is the REST base URL the node advertises to the cluster.
 func (n *Node) RESTURL() string { return n.restURL }
+
+// InternalAddr is the internal port's address the node advertises to the
+// cluster (Raft and node-to-node RPC).
+func (n *Node) InternalAddr() string { return n.identity.Addr }
 
 // GossipAddr is the address gossip listens on, what others --join.
 func (n *Node) GossipAddr() string { return n.cluster.LocalAddr() }

@@ -57,7 +57,8 @@ func newRPCServer(s *Store) *rpcServer {
 	mux.HandleFunc("POST /v1/groups/{gid}/snapshot", r.snapshotRPC) // snapshot.go
 	mux.HandleFunc("GET /v1/status", r.status)
 	r.srv = &http.Server{
-		Handler:           mux,
+		// A body that drips in is cut off (transport.GuardBodies).
+		Handler:           transport.GuardBodies(mux),
 		ReadHeaderTimeout: raftgroup.InternalTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),

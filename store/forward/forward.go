@@ -322,8 +322,12 @@ func (f *Forwarder) readBatchAnswer(br *bufio.Reader, addr string, out *fwdOutco
 		if n > uint64(f.limit) {
 			return nil, fmt.Errorf("an answer of %d bytes, over the frame limit", n)
 		}
-		b := make([]byte, n)
-		_, err = io.ReadFull(br, b)
+		// Memory grows with the bytes that arrive, not with the length a
+		// broken answer declares.
+		b, err := chunked.ReadAll(io.LimitReader(br, int64(n)), int64(min(n, 64<<10)), -1)
+		if err == nil && uint64(len(b)) != n {
+			err = io.ErrUnexpectedEOF
+		}
 		return b, err
 	}
 	kind, err := br.ReadByte()
@@ -373,6 +377,11 @@ func ServeBatch(ctx context.Context, body []byte, codes transport.Codes, apply f
 		}
 		cmds = append(cmds, body[k:k+int(n)])
 		body = body[k+int(n):]
+		// Each command is applied by a goroutine of its own: a batch of
+		// a million empty commands from a broken peer must not start them.
+		if len(cmds) > maxForwardBatch {
+			return nil, fmt.Errorf("a batch of more than %d commands", maxForwardBatch)
+		}
 	}
 	outs := make([]fwdOutcome, len(cmds))
 	var wg sync.WaitGroup

@@ -99,7 +99,7 @@ func singleApply(c *transport.Client) Single {
 	}
 }
 
-func testForwarder(t *testing.T) *Forwarder {
+func testForwarder(t testing.TB) *Forwarder {
 	c := transport.NewClient(&transport.Dialer{Net: &net.Dialer{Timeout: time.Second}}, transport.DefaultFrameBytes, testCodes)
 	t.Cleanup(c.Close)
 	return New(c, testCodes, singleApply(c))

@@ -85,43 +85,76 @@ func (m *Mux) Serve() {
 	}
 }
 
+// header is what a connection's first bytes say about it.
+type header struct {
+	kind  byte
+	group uint64 // Raft kinds only
+	to    string // kindRaftTo only
+}
+
+// append appends the header as the dialer sends it.
+func (h header) append(b []byte) []byte {
+	b = append(b, muxMagic, h.kind)
+	if h.kind == kindRaft || h.kind == kindRaftTo {
+		b = binary.AppendUvarint(b, h.group)
+	}
+	if h.kind == kindRaftTo {
+		b = binary.AppendUvarint(b, uint64(len(h.to)))
+		b = append(b, h.to...)
+	}
+	return b
+}
+
+// readHeader reads a connection's header, byte by byte so that nothing
+// that belongs to the connection's new owner is consumed.
+func readHeader(r byteReader) (header, error) {
+	var h header
+	magic, err := r.ReadByte()
+	if err != nil {
+		return h, err
+	}
+	if magic != muxMagic {
+		return h, fmt.Errorf("bad magic byte %#x", magic)
+	}
+	if h.kind, err = r.ReadByte(); err != nil {
+		return h, err
+	}
+	switch h.kind {
+	case kindRPC:
+		return h, nil
+	case kindRaft, kindRaftTo:
+		if h.group, err = binary.ReadUvarint(r); err != nil {
+			return h, err
+		}
+		if h.kind == kindRaftTo {
+			h.to, err = readName(r)
+		}
+		return h, err
+	default:
+		return h, fmt.Errorf("unknown connection kind %#x", h.kind)
+	}
+}
+
 // route reads the header and hands conn over, or closes it.
 func (m *Mux) route(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Now().Add(headerTimeout))
-	r := byteReader{conn}
-	magic, err := r.ReadByte()
-	if err == nil && magic != muxMagic {
-		err = fmt.Errorf("bad magic byte %#x", magic)
-	}
-	var kind byte
-	if err == nil {
-		kind, err = r.ReadByte()
-	}
+	h, err := readHeader(byteReader{conn})
 	var target *chanListener
-	if err == nil {
-		switch kind {
-		case kindRPC:
-			target = m.rpc
-		case kindRaft, kindRaftTo:
-			var gid uint64
-			gid, err = binary.ReadUvarint(r)
-			if err == nil && kind == kindRaftTo {
-				var to string
-				if to, err = readName(r); err == nil && to != m.self {
-					err = fmt.Errorf("raft group %d: connection meant for member %q, but this is %q (the dialer has a stale address)", gid, to, m.self)
-				}
-			}
-			if err == nil {
-				m.mu.Lock()
-				target = m.groups[gid]
-				m.mu.Unlock()
-				if target == nil {
-					err = fmt.Errorf("raft group %d is not hosted here", gid)
-				}
-			}
-		default:
-			err = fmt.Errorf("unknown connection kind %#x", kind)
+	switch {
+	case err != nil:
+	case h.kind == kindRPC:
+		target = m.rpc
+	case h.kind == kindRaftTo && h.to != m.self:
+		err = fmt.Errorf("raft group %d: connection meant for member %q, but this is %q (the dialer has a stale address)", h.group, h.to, m.self)
+	default:
+		m.mu.Lock()
+		target = m.groups[h.group]
+		m.mu.Unlock()
+		if target == nil {
+			err = fmt.Errorf("raft group %d is not hosted here", h.group)
 		}
+		// hashicorp/raft reads a connection without a deadline.
+		conn = Guard(conn)
 	}
 	if err != nil {
 		m.logger.Debug("internal port: dropping connection", "remote", conn.RemoteAddr().String(), "error", err)
@@ -227,15 +260,7 @@ func (d *Dialer) dial(ctx context.Context, addr string, kind byte, gid uint64, t
 		}
 		conn = tc
 	}
-	hdr := make([]byte, 2, 2+binary.MaxVarintLen64)
-	hdr[0], hdr[1] = muxMagic, kind
-	if kind == kindRaft || kind == kindRaftTo {
-		hdr = binary.AppendUvarint(hdr, gid)
-	}
-	if kind == kindRaftTo {
-		hdr = binary.AppendUvarint(hdr, uint64(len(to)))
-		hdr = append(hdr, to...)
-	}
+	hdr := header{kind: kind, group: gid, to: to}.append(nil)
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetWriteDeadline(dl)
 	}

@@ -46,9 +46,10 @@ func TestGuardCutsOffADrip(t *testing.T) {
 	time.Sleep(3 * p.grace)
 	// Then one byte every grace/2: far below the floor.
 	start := time.Now()
+	dripper := client
 	go func() {
 		for range 20 {
-			if _, err := client.Write([]byte{1}); err != nil {
+			if _, err := dripper.Write([]byte{1}); err != nil {
 				return
 			}
 			time.Sleep(p.grace / 2)
@@ -68,10 +69,11 @@ func TestGuardCutsOffADrip(t *testing.T) {
 	client, server = pipeTCP(t)
 	g = &guardConn{Conn: server, pace: p}
 	const size = 256 << 10
+	pacer := client
 	go func() {
 		buf := make([]byte, 16<<10)
 		for sent := 0; sent < size; sent += len(buf) {
-			if _, err := client.Write(buf); err != nil {
+			if _, err := pacer.Write(buf); err != nil {
 				return
 			}
 			time.Sleep(time.Second * time.Duration(len(buf)) / time.Duration(2*p.rate))

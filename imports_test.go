@@ -133,6 +133,8 @@ func TestImportRules(t *testing.T) {
 		"cli/sse": {module},
 		// The command line's typed values, as text: nothing of kvnode.
 		"cli/scalar": {module},
+		// Tables and cells for people: nothing of kvnode.
+		"cli/render": {module},
 		// The load tool is a client of the API like any other, as cli is:
 		// REST only, no package of the server (it re-states the bucket hash
 		// rather than import partition).

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvnode/kvnode/backup/archive"
+	"github.com/kvnode/kvnode/cli/render"
 )
 
 // backupSummary is backup's -o json: the manifest and what was saved.
@@ -54,12 +55,12 @@ The --timeout flag does not apply: a backup takes as long as its size.
 		fmt.Fprintf(w, "taken by %s (kvnode %s) at %s\n", m.Member, m.KvnodeVersion, m.Created.Format(time.RFC3339))
 		fmt.Fprintf(w, "%d groups (%d partition groups), %d regions, %d entries, %d indexes, %d named queries, %d functions\n",
 			len(m.Groups), m.Partitions, len(m.Regions), m.Entries(), len(m.Indexes), len(m.NamedQueries), len(m.Functions))
-		t := newTable(w, "GROUP", "INDEX", "TERM", "ENTRIES", "BYTES")
+		t := render.NewTable(w, "GROUP", "INDEX", "TERM", "ENTRIES", "BYTES")
 		for _, g := range m.Groups {
-			t.row(strconv.FormatUint(g.ID, 10), strconv.FormatUint(g.Index, 10), strconv.FormatUint(g.Term, 10),
+			t.Row(strconv.FormatUint(g.ID, 10), strconv.FormatUint(g.Index, 10), strconv.FormatUint(g.Term, 10),
 				strconv.FormatInt(g.Entries, 10), strconv.FormatInt(g.Bytes, 10))
 		}
-		return t.flush()
+		return t.Flush()
 	})
 	c.Flags().StringVar(&out, "out", "", "the file to save the backup into (replaced atomically)")
 	return c

@@ -40,6 +40,7 @@ func Attach(root *cobra.Command, env []string) {
 	for _, c := range []*cobra.Command{
 		newStatusCmd(a), newRegionCmd(a), newGetCmd(a), newPutCmd(a), newDeleteCmd(a),
 		newKeysCmd(a), newQueryCmd(a), newFunctionCmd(a), newIndexCmd(a), newBackupCmd(a), newMemberCmd(a), newWatchCmd(a),
+		newRebalanceCmd(a), newPartitionsCmd(a),
 	} {
 		c.GroupID = groupID
 		a.conn.register(c.PersistentFlags())

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvnode/kvnode/cli/render"
 	"github.com/spf13/cobra"
 )
 
@@ -38,10 +39,10 @@ null. With -o json the answer as it came: the value for one key,
 		if p.json {
 			return p.raw(resp.Body)
 		}
-		t := newTable(p.out, "KEY", "VALUE")
+		t := render.NewTable(p.out, "KEY", "VALUE")
 		if len(keys) == 1 {
-			t.row(keys[0], cell(resp.Body))
-			return t.flush()
+			t.Row(keys[0], render.Cell(resp.Body))
+			return t.Flush()
 		}
 		var doc map[string][]json.RawMessage
 		if err := decode(resp.Body, &doc, "GET "+req.Path); err != nil {
@@ -53,9 +54,9 @@ null. With -o json the answer as it came: the value for one key,
 			if i < len(values) {
 				v = values[i]
 			}
-			t.row(k, cell(v))
+			t.Row(k, render.Cell(v))
 		}
-		return t.flush()
+		return t.Flush()
 	})
 	c.Flags().BoolVar(&ignoreMissing, "ignore-missing", false, "show a missing key's value as null instead of failing (several keys)")
 	return c
@@ -194,10 +195,10 @@ permission DATA:READ:REGION). With -o json the answer as it came:
 		if err := decode(resp.Body, &doc, "GET "+path); err != nil {
 			return err
 		}
-		t := newTable(p.out, "KEY")
+		t := render.NewTable(p.out, "KEY")
 		for _, k := range doc.Keys {
-			t.row(k)
+			t.Row(k)
 		}
-		return t.flush()
+		return t.Flush()
 	})
 }

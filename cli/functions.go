@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvnode/kvnode/cli/render"
 	"github.com/kvnode/kvnode/cli/scalar"
 )
 
@@ -30,11 +31,11 @@ DATA:READ). With -o json the answer as it came: {"functions":[...]}.`, cobra.NoA
 		if err := decode(resp.Body, &doc, "GET /kv/v1/functions"); err != nil {
 			return err
 		}
-		t := newTable(p.out, "ID")
+		t := render.NewTable(p.out, "ID")
 		for _, id := range doc.Functions {
-			t.row(id)
+			t.Row(id)
 		}
-		return t.flush()
+		return t.Flush()
 	})
 	return group("function", "List, run, deploy and remove server-side functions",
 		list, functionRunCmd(a), functionDeployCmd(a), functionRemoveCmd(a))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/kvnode/kvnode/cli/render"
 	"github.com/spf13/cobra"
 )
 
@@ -31,11 +32,11 @@ permission CLUSTER:MANAGE). With -o json the answer as it came.`, cobra.ExactArg
 		if err := decode(resp.Body, &doc, "GET "+path); err != nil {
 			return err
 		}
-		t := newTable(p.out, "NAME", "EXPRESSION", "FROM")
+		t := render.NewTable(p.out, "NAME", "EXPRESSION", "FROM")
 		for _, d := range doc.Result {
-			t.row(d.Name, d.Expression, d.From)
+			t.Row(d.Name, d.Expression, d.From)
 		}
-		return t.flush()
+		return t.Flush()
 	})
 
 	var from string

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvnode/kvnode/cli/render"
 	"github.com/kvnode/kvnode/cli/scalar"
 )
 
@@ -15,7 +16,7 @@ func printRows(p printer, body []byte) error {
 	if p.json {
 		return p.raw(body)
 	}
-	return rowsTable(p.out, body)
+	return render.Rows(p.out, body)
 }
 
 func newQueryCmd(a *app) *cobra.Command {
@@ -84,11 +85,11 @@ List the named queries (GET /kv/v1/queries; permission DATA:READ). With
 		if err := decode(resp.Body, &doc, "GET /kv/v1/queries"); err != nil {
 			return err
 		}
-		t := newTable(p.out, "ID", "OQL")
+		t := render.NewTable(p.out, "ID", "OQL")
 		for _, q := range doc.Queries {
-			t.row(q.ID, q.OQL)
+			t.Row(q.ID, q.OQL)
 		}
-		return t.flush()
+		return t.Flush()
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvnode/kvnode/cli/render"
 	"github.com/spf13/cobra"
 )
 
@@ -42,15 +43,15 @@ answer as it came: {"regions":[{"name":..,"type":..}]}.`, cobra.NoArgs, func(cmd
 		if ttl {
 			cols = append(cols, "TTL")
 		}
-		t := newTable(p.out, cols...)
+		t := render.NewTable(p.out, cols...)
 		for _, r := range doc.Regions {
 			if ttl {
-				t.row(r.Name, r.Type, showTTL(r.EntryTimeToLive))
+				t.Row(r.Name, r.Type, showTTL(r.EntryTimeToLive))
 			} else {
-				t.row(r.Name, r.Type)
+				t.Row(r.Name, r.Type)
 			}
 		}
-		return t.flush()
+		return t.Flush()
 	})
 
 	var kind string

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kvnode/kvnode/cli/render"
 	"github.com/spf13/cobra"
 )
 
@@ -135,7 +136,7 @@ func statusTable(p printer, doc statusDoc) error {
 	fmt.Fprintf(p.out, "Leader %s, term %d; %d partition groups, replication factor %d\n\n",
 		orDash(cv.Leader), cv.Term, pv.PartitionGroups, pv.ReplicationFactor)
 
-	t := newTable(p.out, "MEMBER", "STATUS", "SUFFRAGE", "REST URL", "GROUPS", "VERSION")
+	t := render.NewTable(p.out, "MEMBER", "STATUS", "SUFFRAGE", "REST URL", "GROUPS", "VERSION")
 	var inControl, refused []string
 	for _, m := range cv.Members {
 		suffrage := m.Suffrage
@@ -144,12 +145,12 @@ func statusTable(p printer, doc statusDoc) error {
 			suffrage = m.Identity
 			refused = append(refused, fmt.Sprintf("%s is %s: %s", m.Name, m.Identity, m.Reason))
 		}
-		t.row(m.Name, m.Status, suffrage, m.RESTURL, strings.Join(m.Groups, ","), m.Version)
+		t.Row(m.Name, m.Status, suffrage, m.RESTURL, strings.Join(m.Groups, ","), m.Version)
 		if m.Suffrage != "" {
 			inControl = append(inControl, m.Name)
 		}
 	}
-	if err := t.flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	for _, line := range refused {
@@ -157,25 +158,25 @@ func statusTable(p printer, doc statusDoc) error {
 	}
 	fmt.Fprintln(p.out)
 
-	t = newTable(p.out, "GROUP", "LEADER", "TERM", "MEMBERS", "BUCKETS")
-	t.row("0 (control)", cv.Leader, strconv.FormatUint(cv.Term, 10), strings.Join(inControl, ","), "")
+	t = render.NewTable(p.out, "GROUP", "LEADER", "TERM", "MEMBERS", "BUCKETS")
+	t.Row("0 (control)", cv.Leader, strconv.FormatUint(cv.Term, 10), strings.Join(inControl, ","), "")
 	for _, g := range pv.Groups {
 		term := ""
 		if g.Leader != "" {
 			term = strconv.FormatUint(g.Term, 10)
 		}
-		t.row(strconv.FormatUint(g.Group, 10), g.Leader, term, strings.Join(g.Members, ","), strconv.Itoa(len(g.Buckets)))
+		t.Row(strconv.FormatUint(g.Group, 10), g.Leader, term, strings.Join(g.Members, ","), strconv.Itoa(len(g.Buckets)))
 	}
-	if err := t.flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(p.out)
 
-	t = newTable(p.out, "REGION", "TYPE", "ENTRIES")
+	t = render.NewTable(p.out, "REGION", "TYPE", "ENTRIES")
 	for _, r := range doc.Regions {
-		t.row(r.Name, r.Type, strconv.Itoa(r.Entries))
+		t.Row(r.Name, r.Type, strconv.Itoa(r.Entries))
 	}
-	return t.flush()
+	return t.Flush()
 }
 
 func orDash(s string) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvnode/kvnode/cli/render"
 	"github.com/kvnode/kvnode/cli/scalar"
 	"github.com/kvnode/kvnode/cli/sse"
 )
@@ -289,7 +290,7 @@ func (w *watcher) print(ev sse.Event, key *string, value json.RawMessage, hasTok
 		}
 	}
 	if len(value) > 0 {
-		v = cell(value)
+		v = render.Cell(value)
 	}
 	_, err := fmt.Fprintf(w.p.out, "%-7s  %s  %s\n", ev.Type, k, v)
 	return err

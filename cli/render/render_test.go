@@ -1,4 +1,4 @@
-package cli
+package render
 
 import (
 	"bytes"
@@ -14,11 +14,11 @@ func TestRowsTable(t *testing.T) {
 		{`[{}]`, "RESULT\n{}\n"},
 	} {
 		var b bytes.Buffer
-		if err := rowsTable(&b, []byte(tc.body)); err != nil || b.String() != tc.want {
-			t.Errorf("rowsTable(%s) =\n%s(%v)\nwant\n%s", tc.body, b.String(), err, tc.want)
+		if err := Rows(&b, []byte(tc.body)); err != nil || b.String() != tc.want {
+			t.Errorf("Rows(%s) =\n%s(%v)\nwant\n%s", tc.body, b.String(), err, tc.want)
 		}
 	}
-	if err := rowsTable(&bytes.Buffer{}, []byte(`{"a":1}`)); err == nil {
+	if err := Rows(&bytes.Buffer{}, []byte(`{"a":1}`)); err == nil {
 		t.Errorf("rowsTable of an object succeeded, want an error")
 	}
 }

@@ -47,42 +47,26 @@ func NormalizeValue(raw []byte) (json.RawMessage, error) {
 // bytes.Buffer.Grow clears its buffer, in one unpreemptible call, which
 // stalled a member for a 100 MiB value). b must be valid JSON.
 func Compact(b []byte) []byte {
-	first := firstSpace(b)
+	first := nextSpace(b, 0)
 	if first < 0 {
 		return b
 	}
 	out := make([]byte, 0, len(b))
-	out = chunked.Append(out, b[:first])
-	inString, escaped := false, false
-	start := first
-	for i := first; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			out = chunked.Append(out, b[start:i])
-			start = i + 1
-		}
+	start := 0
+	for i := first; i >= 0; i = nextSpace(b, start) {
+		out = chunked.Append(out, b[start:i])
+		start = i + 1
 	}
 	return chunked.Append(out, b[start:])
 }
 
-// firstSpace is the index of the first whitespace outside a string in
-// valid JSON b, or -1.
-func firstSpace(b []byte) int {
+// nextSpace is the index of the first whitespace outside a string in
+// valid JSON b from index from on (which must not be inside a string), or
+// -1.
+func nextSpace(b []byte, from int) int {
 	inString, escaped := false, false
-	for i, c := range b {
-		switch {
+	for i := from; i < len(b); i++ {
+		switch c := b[i]; {
 		case inString:
 			switch {
 			case escaped:

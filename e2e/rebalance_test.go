@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,6 +36,11 @@ func TestRebalanceUnderLoad(t *testing.T) {
 	pc.leader(60 * time.Second)
 	waitReady(t, pc, 60*time.Second)
 
+	// A watch of the region, open from before the members join to after
+	// the rebalance, through the first member (resumed with its last id
+	// on another one if its stream ends).
+	wt := startWatcher(pc, "par")
+	waitfor.Cond(t, 30*time.Second, "the watch to be ready", wt.isReady)
 	w := startLedger(pc)
 	time.Sleep(2 * time.Second) // load on the three first
 
@@ -105,6 +114,20 @@ func TestRebalanceUnderLoad(t *testing.T) {
 		}
 	}
 
+	// The watch delivered every acknowledged write exactly once, across
+	// the moves of its buckets into groups added while it was open.
+	waitfor.Cond(t, 60*time.Second, "the watch to deliver every acknowledged write", func() bool {
+		return wt.missing(w.acked) == 0
+	})
+	wt.stop()
+	if d := wt.duplicates(); len(d) > 0 {
+		t.Errorf("the watch delivered %d writes more than once, e.g. %v", len(d), d[:min(5, len(d))])
+	}
+	if len(wt.errs) > 0 {
+		t.Errorf("the watch: %v", wt.errs)
+	}
+	t.Logf("the watch delivered %d events (%d reconnects) for %d acknowledged writes", wt.events, wt.reconnects, len(w.acked))
+
 	if len(w.failures) > 0 {
 		t.Errorf("%d writes failed during the rebalance, first: %v", len(w.failures), w.failures[:min(5, len(w.failures))])
 	}
@@ -157,6 +180,7 @@ type ledger struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	last     map[string]int // key → last acknowledged version
+	acked    []string       // key=value of every acknowledged write
 	pairs    int
 	failures []string
 }
@@ -201,6 +225,7 @@ func (l *ledger) record(keys []string, v int, url, body string) {
 	}
 	for _, k := range keys {
 		l.last[k] = v
+		l.acked = append(l.acked, fmt.Sprintf(`%s={"v":%d}`, k, v))
 	}
 	if len(keys) > 1 {
 		l.pairs++
@@ -254,4 +279,145 @@ func (l *ledger) check(t *testing.T, p *proc) {
 	if strings.TrimSpace(string(r.body)) != "["+strconv.Itoa(len(keys))+"]" {
 		t.Errorf("%s counts %s, want %d", p.name, r.body, len(keys))
 	}
+}
+
+// watcher reads a region's watch stream (Server-Sent Events) and counts
+// each write it delivers (key=value); when the stream ends it resumes
+// from the last id on the next member.
+type watcher struct {
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	mu         sync.Mutex
+	ready      bool
+	seen       map[string]int
+	events     int
+	reconnects int
+	errs       []string
+}
+
+func startWatcher(pc *procCluster, regionName string) *watcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &watcher{cancel: cancel, seen: map[string]int{}}
+	urls := make([]string, len(pc.procs))
+	for i, p := range pc.procs {
+		urls[i] = p.httpURL
+	}
+	w.wg.Go(func() {
+		last := ""
+		for attempt := 0; attempt < 100 && ctx.Err() == nil; attempt++ {
+			if attempt > 0 {
+				w.mu.Lock()
+				w.reconnects++
+				w.mu.Unlock()
+				time.Sleep(200 * time.Millisecond)
+			}
+			req, err := http.NewRequestWithContext(ctx, "GET", urls[attempt%len(urls)]+"/kv/v1/watch?region="+regionName, nil)
+			if err != nil {
+				return
+			}
+			if last != "" {
+				req.Header.Set("Last-Event-ID", last)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				continue
+			}
+			if resp.StatusCode != 200 {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				w.fail(fmt.Sprintf("watch from %q: %d %s", last, resp.StatusCode, clip(body)))
+				if resp.StatusCode == 410 {
+					return
+				}
+				continue
+			}
+			last = w.read(resp.Body, last)
+			resp.Body.Close()
+		}
+	})
+	return w
+}
+
+// read reads events until the stream ends and returns the last id.
+func (w *watcher) read(body io.Reader, last string) string {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var event, id, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
+		case line == "":
+			var ev struct {
+				Key   string          `json:"key"`
+				Value json.RawMessage `json:"value"`
+				Cause string          `json:"cause"`
+			}
+			_ = json.Unmarshal([]byte(data), &ev)
+			w.mu.Lock()
+			switch event {
+			case "ready":
+				w.ready = true
+			case "create", "update":
+				w.seen[ev.Key+"="+string(ev.Value)]++
+				w.events++
+			case "error", "end":
+				w.errs = append(w.errs, event+": "+ev.Cause)
+			}
+			w.mu.Unlock()
+			if id != "" {
+				last = id
+			}
+			event, id, data = "", "", ""
+		}
+	}
+	return last
+}
+
+func (w *watcher) fail(msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.errs = append(w.errs, msg)
+}
+
+func (w *watcher) isReady() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ready
+}
+
+// missing counts the writes of acked the watch has not delivered.
+func (w *watcher) missing(acked []string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, kv := range acked {
+		if w.seen[kv] == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// duplicates is the writes delivered more than once.
+func (w *watcher) duplicates() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for kv, n := range w.seen {
+		if n > 1 {
+			out = append(out, fmt.Sprintf("%s ×%d", kv, n))
+		}
+	}
+	return out
+}
+
+func (w *watcher) stop() {
+	w.cancel()
+	w.wg.Wait()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/history"
+	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -86,7 +87,7 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 		if err != nil {
 			return nil, err
 		}
-		gids = AllGroups(t.P())
+		gids = watchedGroups(t)
 	}
 	w := &watch{api: r, ref: ref, gids: gids, pos: make([]history.Pos, len(gids)), behind: make([]int, len(gids)), buffer: opts.Buffer}
 	if w.buffer <= 0 {
@@ -124,6 +125,20 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 	return w, nil
 }
 
+// watchedGroups is the partition groups a watch of a partitioned region
+// reads: those of t that are bootstrapped, in order (groups are added at
+// the end, and a new one is bootstrapped before any bucket moves into it).
+func watchedGroups(t partition.Table) []uint64 {
+	var gids []uint64
+	for _, g := range t.Groups {
+		if !g.Bootstrapped {
+			break
+		}
+		gids = append(gids, g.ID)
+	}
+	return gids
+}
+
 // watch is one open watch. A watch of one group (a replicated region)
 // is read by Next itself (nextDirect); a watch of several has a reader
 // per group feeding batches to Next, so that one idle group does not hold
@@ -145,6 +160,7 @@ type watch struct {
 
 	// With readers (several groups):
 	batches chan groupBatch
+	ctx     context.Context // the readers'
 	cancel  context.CancelFunc
 	// tick paces Next's check that an idle watch's region still exists;
 	// one per watch, not one per Next: Next runs once per batch.
@@ -165,7 +181,7 @@ func (w *watch) start() {
 		return // nextDirect
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel, w.batches, w.tick = cancel, make(chan groupBatch), time.NewTicker(regionCheck)
+	w.ctx, w.cancel, w.batches, w.tick = ctx, cancel, make(chan groupBatch), time.NewTicker(regionCheck)
 	for i, gid := range w.gids {
 		go w.follow(ctx, i, gid, w.pos[i])
 	}
@@ -441,6 +457,7 @@ func (w *watch) Next(ctx context.Context) ([]region.Event, error) {
 				return events, err
 			}
 		case <-w.tick.C:
+			w.grow(ctx)
 			if time.Since(began) < regionCheck {
 				continue // a tick from before this call: not idle for long
 			}
@@ -486,6 +503,32 @@ func (w *watch) nextDirect(ctx context.Context) ([]region.Event, error) {
 		if err != nil || len(events) > 0 {
 			return events, err
 		}
+	}
+}
+
+// grow follows the partition groups added since the watch began (checked
+// every regionCheck): a new group holds only buckets that moved into it,
+// and their events all come after the move, so it is read from the start
+// of its history. A replica whose history no longer reaches back that far
+// ends the watch (as a slow consumer's: resuming its token is then a 410),
+// never skipping events silently.
+func (w *watch) grow(ctx context.Context) {
+	if w.ref.Kind != region.Partition {
+		return
+	}
+	t, err := w.api.groups.Placement(ctx)
+	if err != nil {
+		return // again at the next tick
+	}
+	gids := watchedGroups(t)
+	if len(gids) <= len(w.gids) {
+		return
+	}
+	for _, gid := range gids[len(w.gids):] {
+		w.gids = append(w.gids, gid)
+		w.pos = append(w.pos, history.Pos{})
+		w.behind = append(w.behind, 0)
+		go w.follow(w.ctx, len(w.gids)-1, gid, history.Pos{})
 	}
 }
 
@@ -583,9 +626,12 @@ func parseToken(token string, gids []uint64) (uint64, []history.Pos, error) {
 		return 0, nil, bad("it does not start with the region's id and @")
 	}
 	parts := strings.Split(positions, ",")
-	if len(parts) != len(gids) {
+	if len(parts) > len(gids) {
 		return 0, nil, bad(fmt.Sprintf("it names %d groups, the region has %d", len(parts), len(gids)))
 	}
+	// A token from before partition groups were added names fewer: it
+	// resumes them from the start of their history (see watch.grow), or
+	// is a 410 when their history no longer reaches back that far.
 	pos := make([]history.Pos, len(gids))
 	for i, part := range parts {
 		g, rest, ok1 := strings.Cut(part, ":")

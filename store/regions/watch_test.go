@@ -464,3 +464,19 @@ func TestWatchDeliversEverythingBeforeTheDestroy(t *testing.T) {
 		t.Errorf("events before the end = %s, want the three creates", d)
 	}
 }
+
+// A token from before partition groups were added names fewer groups: it
+// resumes the new ones from the start of their history (a 410 if that is
+// gone, checked by Watch); one that names more than the region has, or
+// another group, is refused.
+func TestParseTokenAcrossGrowth(t *testing.T) {
+	id, pos, err := parseToken("7@1:10.0,2:20.1", []uint64{1, 2, 3, 4})
+	if err != nil || id != 7 || len(pos) != 4 || pos[0] != (history.Pos{Index: 10}) || pos[1] != (history.Pos{Index: 20, N: 1}) || pos[2] != (history.Pos{}) || pos[3] != (history.Pos{}) {
+		t.Errorf("a token of 2 groups for 4: %d %v %v", id, pos, err)
+	}
+	for _, bad := range []string{"7@1:10.0,2:20.1,3:1.0", "7@2:10.0", "7@1:10.0,3:1.0"} {
+		if _, _, err := parseToken(bad, []uint64{1, 2}); !errors.Is(err, region.ErrInvalid) {
+			t.Errorf("parseToken(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+}

@@ -40,7 +40,7 @@ SVG=${SVG:-$ROOT/docs/bench/scaleout.svg}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvnode-scaleout.XXXXXX")
 PIDS=()
 
-say() { echo "$*" | tee -a "$OUT"; }
+say() { echo "$*" | tee -a "$OUT" >>"$WORK/out.txt"; echo "$*"; }
 
 if [[ -d /sys/fs/cgroup/cpu && -w /sys/fs/cgroup/cpu ]]; then
   CGV=1 CG=/sys/fs/cgroup/cpu/kvnode-scaleout-$$
@@ -129,8 +129,6 @@ say "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}'
 say "each member: $QUOTA% of one core (cgroup v$CGV $([[ $CGV == 1 ]] && echo cpu.cfs_quota_us/cpu.cfs_period_us || echo cpu.max)); $PER clients per member; $WARMUP warm-up, $DURATION measured"
 (cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/kvnode" ./cmd/kvnode && go build -o "$WORK/kvbench" ./cmd/kvbench)
 
-RESULTS=$WORK/results.tsv
-: >"$RESULTS"
 say ""
 say "$(printf '%-9s %3s %7s %9s %8s %7s %10s %9s' region N clients writes/s p99_ms errors throttled loadgen)"
 TIMEFORMAT='%U %S %R'
@@ -155,7 +153,6 @@ EOF
     read -r ops p99 errs lg <<<"$line"
     thr=$(throttled)
     say "$(printf '%-9s %3d %7d %9s %8s %7s %9s%% %8s%%' "$type" "$n" "$c" "$ops" "$p99" "$errs" "$thr" "$lg")"
-    printf '%s\t%d\t%s\t%s\t%s\n' "$type" "$n" "$ops" "$p99" "$errs" >>"$RESULTS"
     stop_all
   done
 done
@@ -193,7 +190,7 @@ sys.exit(0 if d and all(r["operationStatus"] != "IN_PROGRESS" for r in d) and an
     sleep 0.5
   done
   wait "$lg" || true
-  python3 - "$WORK/growth.jsonl" "$start" "$joined" "${ended:-0}" "$GROWTH_TSV" <<'EOF' | tee -a "$OUT"
+  python3 - "$WORK/growth.jsonl" "$start" "$joined" "${ended:-0}" "$GROWTH_TSV" <<'EOF' | tee -a "$OUT" "$WORK/out.txt"
 import json, sys
 rows, start, joined, ended, tsv = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 with open(tsv, "w") as out:
@@ -208,61 +205,6 @@ EOF
   stop_all
 fi
 
-python3 - "$RESULTS" "$GROWTH_TSV" "$SVG" "$QUOTA" "$PER" <<'EOF'
-import sys
-res, growth, svg, quota, per = sys.argv[1:6]
-pts = {}
-for line in open(res):
-    t, n, ops, p99, errs = line.split("\t")
-    pts.setdefault(t, []).append((int(n), float(ops)))
-W, H, M = 460, 300, 50
-def chart(x0, title, series, xlab, xs, markers=()):
-    allx = [x for s in series.values() for x, _ in s] or [0, 1]
-    ally = [y for s in series.values() for _, y in s] or [1]
-    xmax, ymax = max(allx + list(xs)), max(ally) * 1.15 or 1
-    X = lambda x: x0 + M + (W - M - 20) * x / xmax
-    Y = lambda y: H - M + 10 - (H - M - 20) * y / ymax
-    out = [f'<text x="{x0 + W / 2}" y="18" text-anchor="middle" font-size="13">{title}</text>',
-           f'<line x1="{X(0)}" y1="{Y(0)}" x2="{X(xmax)}" y2="{Y(0)}" stroke="#333"/>',
-           f'<line x1="{X(0)}" y1="{Y(0)}" x2="{X(0)}" y2="{Y(ymax)}" stroke="#333"/>',
-           f'<text x="{x0 + W / 2}" y="{H - 8}" text-anchor="middle" font-size="11">{xlab}</text>']
-    for k in range(5):
-        y = ymax * k / 4
-        out.append(f'<text x="{X(0) - 4}" y="{Y(y) + 4}" text-anchor="end" font-size="10">{y:.0f}</text>')
-    for x in xs:
-        out.append(f'<text x="{X(x)}" y="{Y(0) + 14}" text-anchor="middle" font-size="10">{x:g}</text>')
-    for label, x in markers:
-        if x >= 0:
-            out.append(f'<line x1="{X(x)}" y1="{Y(0)}" x2="{X(x)}" y2="{Y(ymax)}" stroke="#999" stroke-dasharray="4 3"/>')
-            out.append(f'<text x="{X(x) + 3}" y="{Y(ymax) + 12}" font-size="10" fill="#555">{label}</text>')
-    colors = ["#1f77b4", "#d62728", "#2ca02c"]
-    for i, (name, s) in enumerate(series.items()):
-        s = sorted(s)
-        d = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in s)
-        out.append(f'<polyline points="{d}" fill="none" stroke="{colors[i]}" stroke-width="2"/>')
-        for x, y in s if len(s) < 20 else []:
-            out.append(f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="3" fill="{colors[i]}"/>')
-        out.append(f'<text x="{x0 + M + 10}" y="{40 + 14 * i}" font-size="11" fill="{colors[i]}">{name}</text>')
-    return out
-body = chart(0, f"writes/s against members ({quota}% of a core each, {per} clients per member)",
-             {k: v for k, v in pts.items()}, "members", sorted({n for v in pts.values() for n, _ in v}))
-g, marks = [], []
-try:
-    for line in open(growth):
-        if line.startswith("# joined"):
-            marks.append(("members 4-6 start", float(line.split()[-1])))
-        elif line.startswith("# rebalanced"):
-            marks.append(("rebalance ends", float(line.split()[-1])))
-        elif line.strip():
-            t, ops, _ = line.split("\t")
-            g.append((float(t), float(ops)))
-except FileNotFoundError:
-    pass
-if g:
-    body += chart(W + 20, "growing from 3 to 6 members under load", {"PARTITION writes/s": g}, "seconds", [0, 30, 60, 90], marks)
-width = 2 * W + 20 if g else W
-open(svg, "w").write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{H}" font-family="sans-serif">\n'
-                      + "\n".join(body) + "\n</svg>\n")
-EOF
+python3 "$ROOT/bench/scaleout_plot.py" "$WORK/out.txt" "$SVG"
 say ""
 say "plot: ${SVG#$ROOT/}"

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,36 +22,28 @@ import (
 // group, which an accepted peer may ask for (docs/operations.md).
 var fuzzRoutes = []string{"apply", "applybatch", "scan", "readindex", "term", "snapshot", "read", "watch", "bucket", "query", "status"}
 
-// rpcFuzzMember is a one-member store with a replicated and a partitioned
-// region holding a few entries, shared by a fuzz run's inputs.
-type rpcFuzzMember struct {
-	once sync.Once
-	n    *testNode
-}
-
-func (m *rpcFuzzMember) get(t testing.TB) *testNode {
-	m.once.Do(func() {
-		tc := newTestCluster(t, 1)
-		m.n = tc.start("a")
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, info := range []region.Info{{Name: "rep", Kind: region.Replicate}, {Name: "part", Kind: region.Partition}} {
-			if err := m.n.CreateRegion(ctx, info); err != nil {
-				t.Fatal(err)
-			}
-			var es []region.Entry
-			for i := range 20 {
-				es = append(es, region.Entry{Key: fmt.Sprint("k", i), Value: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
-			}
-			if err := m.n.API.Put(ctx, info.Name, es, region.TTL{}); err != nil {
-				t.Fatal(err)
-			}
+// rpcFuzzMember starts a one-member store with a replicated and a
+// partitioned region holding a few entries, for a whole fuzz run (it lives
+// until f's cleanup; one started in an input's t would be closed after
+// that input).
+func rpcFuzzMember(f *testing.F) *testNode {
+	tc := newTestCluster(f, 1)
+	n := tc.start("a")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, info := range []region.Info{{Name: "rep", Kind: region.Replicate}, {Name: "part", Kind: region.Partition}} {
+		if err := n.CreateRegion(ctx, info); err != nil {
+			f.Fatal(err)
 		}
-	})
-	if m.n == nil {
-		t.Fatal("the fuzzed member did not start")
+		var es []region.Entry
+		for i := range 20 {
+			es = append(es, region.Entry{Key: fmt.Sprint("k", i), Value: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+		}
+		if err := n.API.Put(ctx, info.Name, es, region.TTL{}); err != nil {
+			f.Fatal(err)
+		}
 	}
-	return m.n
+	return n
 }
 
 // FuzzRPC sends whatever a broken or hostile member might to every RPC of
@@ -83,9 +74,8 @@ func FuzzRPC(f *testing.F) {
 			}
 		}
 	}
-	var member rpcFuzzMember
+	n := rpcFuzzMember(f)
 	f.Fuzz(func(t *testing.T, route, gid uint8, query string, body []byte) {
-		n := member.get(t)
 		name := fuzzRoutes[int(route)%len(fuzzRoutes)]
 		method, path := http.MethodPost, fmt.Sprintf("/v1/groups/%d/%s", gid, name)
 		if name == "status" {
@@ -107,11 +97,17 @@ func FuzzRPC(f *testing.F) {
 		default:
 			t.Fatalf("%s %s (%d bytes): status %d without a code: %.200s", method, path, len(body), code, w.Body.String())
 		}
-		// The member still answers its status.
+		// The member still serves: its status lists its groups, each led.
 		w = httptest.NewRecorder()
 		n.Store.rpc.srv.Handler.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/status", nil))
-		if w.Code != http.StatusOK {
-			t.Fatalf("after %s %s: status answered %d", method, path, w.Code)
+		var st NodeStatus
+		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &st) != nil || len(st.Groups) == 0 {
+			t.Fatalf("after %s %s: status answered %d %.200s", method, path, w.Code, w.Body.String())
+		}
+		for _, g := range st.Groups {
+			if g.Leader != "a" {
+				t.Fatalf("after %s %s: group %d has leader %q", method, path, g.ID, g.Leader)
+			}
 		}
 	})
 }

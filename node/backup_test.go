@@ -114,6 +114,34 @@ func seedData(t *testing.T, n *node.Node, count int) {
 	}
 }
 
+// restoreFresh restores the backup data into r1 of a fresh cluster that
+// fresh members r2 and r3 join, and waits until it is fully replicated.
+func restoreFresh(t *testing.T, data []byte) (*nodetest.Cluster, *node.Node) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "cluster.backup")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "r1")
+	addr := nodetest.FreeAddr(t)
+	if _, err := backup.Restore(backup.RestoreOptions{From: file, DataDir: dir, Name: "r1", InternalAddr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	dst := nodetest.New(t)
+	dst.Tune = func(name string, cfg *node.Config) {
+		if name == "r1" {
+			cfg.DataDir, cfg.InternalAddr = dir, addr
+		}
+	}
+	r1 := dst.Start("r1", 3)
+	dst.Start("r2", 3)
+	dst.Start("r3", 3)
+	waitfor.Cond(t, 90*time.Second, "the restored cluster to be fully replicated", func() bool {
+		return fullyReplicated(t, r1, []string{"r1", "r2", "r3"})
+	})
+	return dst, r1
+}
+
 // TestBackupUnderLoadRestoresIntoAFreshCluster takes a backup of a 3-node
 // cluster while a writer runs, restores it into one member of a fresh
 // cluster that two fresh members join, and compares.
@@ -204,29 +232,7 @@ func TestBackupUnderLoadRestoresIntoAFreshCluster(t *testing.T) {
 	for _, r := range m.Regions {
 		counts[r.Name] = r.Entries
 	}
-	file := filepath.Join(t.TempDir(), "cluster.backup")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	// The fresh cluster: r1 restored, r2 and r3 empty.
-	dir := filepath.Join(t.TempDir(), "r1")
-	addr := nodetest.FreeAddr(t)
-	if _, err := backup.Restore(backup.RestoreOptions{From: file, DataDir: dir, Name: "r1", InternalAddr: addr}); err != nil {
-		t.Fatal(err)
-	}
-	dst := nodetest.New(t)
-	dst.Tune = func(name string, cfg *node.Config) {
-		if name == "r1" {
-			cfg.DataDir, cfg.InternalAddr = dir, addr
-		}
-	}
-	r1 := dst.Start("r1", 3)
-	dst.Start("r2", 3)
-	dst.Start("r3", 3)
-	waitfor.Cond(t, 60*time.Second, "the restored cluster to be fully replicated", func() bool {
-		return fullyReplicated(t, r1, []string{"r1", "r2", "r3"})
-	})
+	dst, r1 := restoreFresh(t, data)
 
 	for _, region := range []string{"rep", "par"} {
 		for _, n := range dst.Nodes {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
-	"github.com/kvnode/kvnode/store/backup"
 )
 
 // owners is /management/v1/partitions' buckets by group.
@@ -88,27 +85,7 @@ func TestBackupAfterARebalanceRestores(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET /management/v1/backup = %d, %v: %.300s", resp.StatusCode, err, data)
 	}
-	file := filepath.Join(t.TempDir(), "cluster.backup")
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "r1")
-	addr := nodetest.FreeAddr(t)
-	if _, err := backup.Restore(backup.RestoreOptions{From: file, DataDir: dir, Name: "r1", InternalAddr: addr}); err != nil {
-		t.Fatal(err)
-	}
-	dst := nodetest.New(t)
-	dst.Tune = func(name string, cfg *node.Config) {
-		if name == "r1" {
-			cfg.DataDir, cfg.InternalAddr = dir, addr
-		}
-	}
-	r1 := dst.Start("r1", 3)
-	dst.Start("r2", 3)
-	dst.Start("r3", 3)
-	waitfor.Cond(t, 90*time.Second, "the restored cluster to be fully replicated", func() bool {
-		return fullyReplicated(t, r1, []string{"r1", "r2", "r3"})
-	})
+	dst, r1 := restoreFresh(t, data)
 	restoredGroups, restored := owners(t, r1)
 	if restoredGroups != 6 {
 		t.Errorf("the restored cluster has %d partition groups, want 6", restoredGroups)

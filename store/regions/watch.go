@@ -126,18 +126,8 @@ func (r *API) Watch(ctx context.Context, name string, opts region.WatchOptions) 
 }
 
 // watchedGroups is the partition groups a watch of a partitioned region
-// reads: those of t that are bootstrapped, in order (groups are added at
-// the end, and a new one is bootstrapped before any bucket moves into it).
-func watchedGroups(t partition.Table) []uint64 {
-	var gids []uint64
-	for _, g := range t.Groups {
-		if !g.Bootstrapped {
-			break
-		}
-		gids = append(gids, g.ID)
-	}
-	return gids
-}
+// reads: every one of t (groups are only ever added, at the end).
+func watchedGroups(t partition.Table) []uint64 { return AllGroups(t.P()) }
 
 // watch is one open watch. A watch of one group (a replicated region)
 // is read by Next itself (nextDirect); a watch of several has a reader
@@ -177,8 +167,8 @@ type groupBatch struct {
 // most one batch not taken by Next yet, so a watch's memory is bounded
 // whatever its consumer does.
 func (w *watch) start() {
-	if len(w.gids) == 1 {
-		return // nextDirect
+	if w.ref.Kind != region.Partition {
+		return // nextDirect: one group, which never grows
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.ctx, w.cancel, w.batches, w.tick = ctx, cancel, make(chan groupBatch), time.NewTicker(regionCheck)

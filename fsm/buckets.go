@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm/buckets"
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/region"
 )
 
@@ -81,7 +82,7 @@ func gated(h handler) handler {
 
 // applyBucket applies an OpBucket: the init of the group's buckets, or one
 // step of a move.
-func applyBucket(s *state, c *codec.Command, _ uint64) *codec.Result {
+func applyBucket(s *state, c *codec.Command, index uint64) *codec.Result {
 	if c.BucketAction == codec.BucketInit {
 		if s.own.set != nil {
 			if err := s.own.set.Reinit(c.Buckets); err != nil {
@@ -107,6 +108,13 @@ func applyBucket(s *state, c *codec.Command, _ uint64) *codec.Result {
 		if drop && r.kind == region.Partition {
 			r.dropBucket(int(c.Bucket))
 		}
+	}
+	switch {
+	case c.BucketAction == codec.BucketRelease:
+		// The adopt names this index in its fence (history.Fence).
+		return &codec.Result{Version: index}
+	case c.BucketAction == codec.BucketAdopt && c.From != 0:
+		s.events.Add(history.NewFence(history.FenceInfo{Bucket: c.Bucket, From: c.From, Release: c.FromIndex}))
 	}
 	return &codec.Result{}
 }

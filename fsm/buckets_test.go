@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 )
@@ -112,10 +113,16 @@ func TestBucketMove(t *testing.T) {
 		t.Errorf("an import of another move: %v", res.Err)
 	}
 
-	// Adopt, then release: T serves, S refuses and holds nothing of it.
-	dst.must(step(codec.BucketAdopt, b, move))
-	src.must(step(codec.BucketRelease, b, move))
-	src.must(step(codec.BucketRelease, b, move)) // a retried step is a no-op
+	// Release, then adopt (as the mover does): T serves, S refuses and
+	// holds nothing of it. The release answers its log index, which the
+	// adopt names in its fence.
+	released := src.must(step(codec.BucketRelease, b, move))
+	if again := src.must(step(codec.BucketRelease, b, move)); again.Version <= released.Version { // a retried step is a no-op
+		t.Errorf("a retried release answered index %d, the first %d", again.Version, released.Version)
+	}
+	adopt := step(codec.BucketAdopt, b, move)
+	adopt.From, adopt.FromIndex = 3, released.Version
+	dst.must(adopt)
 	if v, err := dst.f.Get("p", 5, mine[2]); err != nil || string(v) != `{"k":"`+mine[2]+`"}` {
 		t.Errorf("a read from T after the move: %s, %v", v, err)
 	}
@@ -132,12 +139,22 @@ func TestBucketMove(t *testing.T) {
 	if got := dst.f.Buckets(); got[b] != "owned" || got[9] != "owned" || got[8] != "absent" {
 		t.Errorf("T's buckets: 7 %s, 8 %s, 9 %s", got[7], got[8], got[9])
 	}
-	// The only events at T are the one write made there after the move.
+	// The only events at T are the adopt's fence, which every region's
+	// watch reads, and the one write made there after the move.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	batch, _ := dst.f.events.Events(ctx, "p", before, 100)
-	if len(batch.Events) != 1 || batch.Events[0].Key != mine[1] {
-		t.Errorf("events at T: %+v, want the one write after the move", batch.Events)
+	for _, name := range []string{"p", "any other region"} {
+		batch, _ := dst.f.events.Events(ctx, name, before, 100)
+		fence, ok := history.FenceInfo{}, len(batch.Events) > 0
+		if ok {
+			fence, ok = history.FenceOf(batch.Events[0])
+		}
+		if want := (history.FenceInfo{Bucket: b, From: 3, Release: released.Version}); !ok || fence != want {
+			t.Errorf("events of %q at T: %+v, want first the fence %+v", name, batch.Events, want)
+		}
+		if wantN := map[bool]int{true: 2, false: 1}[name == "p"]; len(batch.Events) != wantN || (name == "p" && batch.Events[1].Key != mine[1]) {
+			t.Errorf("events of %q at T: %+v, want the fence and %d write(s) after the move", name, batch.Events, wantN-1)
+		}
 	}
 
 	// T's state, buckets and deadlines included, survives a snapshot.
@@ -147,6 +164,9 @@ func TestBucketMove(t *testing.T) {
 	}
 	if dump(t, again) != dump(t, dst.f) || !slices.Equal(again.Buckets(), dst.f.Buckets()) {
 		t.Error("the restored copy differs")
+	}
+	if batch, _ := again.events.Events(ctx, "p", before, 100); len(batch.Events) != 2 || batch.Events[0].Type != history.Fence {
+		t.Errorf("events of the restored copy: %+v, want the fence and the write", batch.Events)
 	}
 }
 

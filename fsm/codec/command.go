@@ -80,6 +80,13 @@ type Command struct {
 	MoveID       uint64
 	Buckets      []uint64
 	Expires      []uint64
+	// From and FromIndex, on a BucketAdopt: the group the bucket comes
+	// from and the log index of its release there. The adopting group
+	// records them as a fence in its history, so that a watch delivers
+	// the source's last events of the bucket before the target's first
+	// (history.Fence). 0: not known (a mover of an older build).
+	From      uint64
+	FromIndex uint64
 }
 
 // version is the format version Encode writes for c.
@@ -142,6 +149,12 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(c.Buckets)))
 		for _, b := range c.Buckets {
 			dst = binary.AppendUvarint(dst, b)
+		}
+		if c.BucketAction == BucketAdopt && c.From != 0 {
+			// Optional, at the end: an adopt without them decodes as
+			// before, and this build reads both.
+			dst = binary.AppendUvarint(dst, c.From)
+			dst = binary.AppendUvarint(dst, c.FromIndex)
 		}
 		return dst
 	case OpBucketImport:
@@ -421,6 +434,10 @@ func decodeBucket(d *decoder, op Op) (Command, error) {
 			for i := range c.Buckets {
 				c.Buckets[i] = d.uvarint("owned bucket", "")
 			}
+		}
+		if c.BucketAction == BucketAdopt && d.err == nil && d.remaining() > 0 {
+			c.From = d.uvarint("source group", "")
+			c.FromIndex = d.uvarint("release index", "")
 		}
 		return c, d.finish()
 	}

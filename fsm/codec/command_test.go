@@ -355,3 +355,28 @@ func TestCheckCommandRefusesTruncated(t *testing.T) {
 		t.Fatalf("checked %d golden commands, want every op's", checked)
 	}
 }
+
+// TestAdoptFence: an adopt carries its source group and release index
+// when the mover knows them, and one without them (a mover of the build
+// before fences) is encoded and decoded exactly as before.
+func TestAdoptFence(t *testing.T) {
+	with := Command{Op: OpBucket, BucketAction: BucketAdopt, Bucket: 17, MoveID: 0x51, From: 3, FromIndex: 12_345}
+	got, err := DecodeCommand(with.Encode(nil))
+	if err != nil || !reflect.DeepEqual(got, with) {
+		t.Errorf("adopt with a fence decoded as %+v, %v; want %+v", got, err, with)
+	}
+	without := Command{Op: OpBucket, BucketAction: BucketAdopt, Bucket: 17, MoveID: 0x51}
+	old := []byte{commandV4, byte(OpBucket), byte(BucketAdopt), 17, 0x51, 0}
+	if enc := without.Encode(nil); !bytes.Equal(enc, old) {
+		t.Errorf("adopt without a fence encoded as %x, want the earlier layout %x", enc, old)
+	}
+	if got, err := DecodeCommand(old); err != nil || !reflect.DeepEqual(got, without) {
+		t.Errorf("the earlier adopt decoded as %+v, %v; want %+v", got, err, without)
+	}
+	// Only an adopt has a fence: the same bytes after a release are
+	// trailing garbage.
+	release := append([]byte{commandV4, byte(OpBucket), byte(BucketRelease), 17, 0x51, 0}, 3, 1)
+	if _, err := DecodeCommand(release); err == nil {
+		t.Errorf("a release with two more uvarints decoded")
+	}
+}

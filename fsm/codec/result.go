@@ -21,7 +21,8 @@ const (
 type Result struct {
 	Key string // OpPutIfAbsent: the key that was written or found (generated when the command had none)
 	// Version is OpSetMeta's new version on success, the current one on a
-	// version conflict.
+	// version conflict; for an OpBucket release, the log index it was
+	// applied at (the adopt's FromIndex).
 	Version uint64
 	// Batch holds one result per sub-command of an OpBatch. Batches are
 	// formed and applied on the leader and never forwarded, so EncodeResult

@@ -184,7 +184,7 @@ type Batch struct {
 
 // Events returns up to max events of region name after position after,
 // in order, skipping other regions' events (they still move Next and
-// count in Behind). With nothing after it, it waits until an entry is
+// count in Behind) but not fences, which are every region's. With nothing after it, it waits until an entry is
 // applied, ctx ends (ctx's error, with the Batch so far) or the log is
 // stopped (the error given to Stop). A position older than the history kept is a
 // *GoneError.
@@ -210,7 +210,7 @@ func (l *Log) EventsInto(ctx context.Context, buf []Event, name string, after Po
 		// slice event by event was a large share of a busy member's work.
 		i, matched := first, 0
 		for ; i < l.n && matched < max; i++ {
-			if l.at(i).Region == name {
+			if e := l.at(i); e.Region == name || e.Type == Fence {
 				matched++
 			}
 		}
@@ -223,7 +223,7 @@ func (l *Log) EventsInto(ctx context.Context, buf []Event, name string, after Po
 		for j := first; j < i; j++ {
 			e := l.at(j)
 			b.Next = e.Pos
-			if e.Region == name {
+			if e.Region == name || e.Type == Fence {
 				b.Events = append(b.Events, *e)
 			}
 		}

@@ -112,16 +112,22 @@ func (m *Mover) update(ctx context.Context, change func(t *partition.Table) erro
 // apply sends cmd to group gid until it is applied or refused: after an
 // unknown outcome it is sent again (every bucket step is idempotent).
 func (m *Mover) apply(ctx context.Context, gid uint64, cmd *codec.Command) error {
+	_, err := m.applyResult(ctx, gid, cmd)
+	return err
+}
+
+// applyResult is apply returning the command's result.
+func (m *Mover) applyResult(ctx context.Context, gid uint64, cmd *codec.Command) (*codec.Result, error) {
 	for attempt := 0; ; attempt++ {
-		_, err := m.store.Apply(ctx, gid, cmd)
+		res, err := m.store.Apply(ctx, gid, cmd)
 		if !errors.Is(err, region.ErrIndeterminate) && !errors.Is(err, region.ErrNoLeader) {
-			return err
+			return res, err
 		}
 		m.logger.Debug("bucket step: trying again", "group", gid, "action", cmd.BucketAction, "error", err)
 		select {
 		case <-time.After(min(10*time.Millisecond<<min(attempt, 6), time.Second)):
 		case <-ctx.Done():
-			return fmt.Errorf("%v to group %d: %w", cmd.BucketAction, gid, err)
+			return nil, fmt.Errorf("%v to group %d: %w", cmd.BucketAction, gid, err)
 		}
 	}
 }
@@ -277,13 +283,20 @@ func (m *Mover) finish(ctx context.Context, mv partition.Move) error {
 	if _, err := m.update(ctx, func(t *partition.Table) error { return setSwitching(t, mv) }); err != nil {
 		return fmt.Errorf("mark switching: %w", err)
 	}
-	if err := m.apply(ctx, mv.From, step(codec.BucketRelease, mv.Bucket, mv.ID)); err != nil {
+	released, err := m.applyResult(ctx, mv.From, step(codec.BucketRelease, mv.Bucket, mv.ID))
+	if err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
-	if err := m.apply(ctx, mv.To, step(codec.BucketAdopt, mv.Bucket, mv.ID)); err != nil {
+	// The adopt's fence: a watch reads the source past the release before
+	// the target's events of the bucket (fsm's DESIGN.md, "Buckets").
+	adopt := step(codec.BucketAdopt, mv.Bucket, mv.ID)
+	if released != nil && released.Version != 0 {
+		adopt.From, adopt.FromIndex = mv.From, released.Version
+	}
+	if err := m.apply(ctx, mv.To, adopt); err != nil {
 		return fmt.Errorf("adopt: %w", err)
 	}
-	_, err := m.update(ctx, func(t *partition.Table) error {
+	_, err = m.update(ctx, func(t *partition.Table) error {
 		forget(t, mv)
 		t.Owners[mv.Bucket] = mv.To
 		return nil

@@ -69,6 +69,11 @@ func TestMove(t *testing.T) {
 	if st.Entries["p"] != 5 || st.From != tab.Owner(7) || st.To != 2 {
 		t.Errorf("stats %+v", st)
 	}
+	// The adopt names the source and the release's index: its fence.
+	release, adopt := store.applied[len(store.applied)-2], store.applied[len(store.applied)-1]
+	if release.BucketAction != codec.BucketRelease || adopt.From != st.From || adopt.FromIndex != uint64(len(store.applied)-1) {
+		t.Errorf("adopt %+v after release %+v: want From %d, FromIndex %d (the release's)", adopt, release, st.From, len(store.applied)-1)
+	}
 	after, _, _ := m.Table(ctx)
 	if after.Owner(7) != 2 || len(after.Moves) != 0 {
 		t.Errorf("after the move: owner %d, moves %+v", after.Owner(7), after.Moves)

@@ -65,7 +65,9 @@ func (m *memStore) Apply(_ context.Context, _ uint64, cmd *codec.Command) (*code
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.applied = append(m.applied, cmd)
-	return &codec.Result{}, nil
+	// Its position in applied stands for the log index (a release's
+	// result carries it).
+	return &codec.Result{Version: uint64(len(m.applied))}, nil
 }
 
 func (m *memStore) Formats() int { return fsm.Formats }

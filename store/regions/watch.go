@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm"
@@ -42,6 +43,10 @@ const (
 	// remoteWait is how long the watch RPC waits for new events before
 	// it answers with none: the poll interval of an idle remote group.
 	remoteWait = 2 * time.Second
+	// fencePoll is how often a reader held at a fence checks whether the
+	// watch has read the fence's source far enough (only while a bucket
+	// has just moved and the source's events are still being taken).
+	fencePoll = 5 * time.Millisecond
 	// regionCheck is how often an idle watch checks that its region
 	// still exists (a partitioned region's destruction produces no event
 	// in its partition groups).
@@ -148,6 +153,10 @@ type watch struct {
 	lease *waitLease
 	buf   []history.Event
 
+	// mu guards gids and pos for the readers' fence checks (passed);
+	// only Next's goroutine changes them.
+	mu sync.Mutex
+
 	// With readers (several groups):
 	batches chan groupBatch
 	ctx     context.Context // the readers'
@@ -191,16 +200,78 @@ func (w *watch) follow(ctx context.Context, i int, gid uint64, after history.Pos
 		if err == nil && len(b.Events) == 0 && b.Next == after {
 			continue // a remote poll that found nothing
 		}
-		select {
-		case w.batches <- groupBatch{i: i, b: b, err: err}:
-		case <-ctx.Done():
-			return
+		var fence *history.FenceInfo
+		if err == nil {
+			b, fence = w.cutAtFence(b)
+		}
+		if err != nil || len(b.Events) > 0 || b.Next != after {
+			select {
+			case w.batches <- groupBatch{i: i, b: b, err: err}:
+			case <-ctx.Done():
+				return
+			}
 		}
 		if err != nil {
 			return
 		}
 		after = b.Next
+		if fence != nil && !w.awaitFence(ctx, *fence) {
+			return
+		}
 	}
+}
+
+// cutAtFence drops from b the fences (history.Fence) the watch has passed
+// already, and cuts it before the first one it has not: the events after
+// that fence wait until the watch has read the fence's source past the
+// bucket's release (awaitFence), so that a key's events stay in order
+// across a move; b.Next stays before the fence meanwhile, and so does the
+// token, so that a watch resumed from it holds them too.
+func (w *watch) cutAtFence(b history.Batch) (history.Batch, *history.FenceInfo) {
+	out := b.Events[:0]
+	for _, e := range b.Events {
+		if e.Type != history.Fence {
+			out = append(out, e)
+			continue
+		}
+		f, ok := history.FenceOf(e)
+		if !ok || w.passed(f) {
+			continue
+		}
+		b.Events, b.Next = out, history.Pos{Index: e.Pos.Index, N: e.Pos.N - 1}
+		return b, &f
+	}
+	b.Events = out
+	return b, nil
+}
+
+// passed reports whether the watch has delivered f's source group up to
+// the bucket's release. A source it does not read yet (groups it has not
+// grown to) has not been passed.
+func (w *watch) passed(f history.FenceInfo) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for j, gid := range w.gids {
+		if gid == f.From {
+			return !w.pos[j].Less(f.After())
+		}
+	}
+	return false
+}
+
+// awaitFence waits until the watch has passed f, or ctx ends (false). The
+// source's reader does not wait on this one (its release came before this
+// adopt, and a fence only ever waits on an earlier release), so the wait
+// ends as soon as the consumer has taken the source's events.
+func (w *watch) awaitFence(ctx context.Context, f history.FenceInfo) bool {
+	for !w.passed(f) {
+		select {
+		case <-time.After(fencePoll):
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // waitLease is how long a reader may wait on a local replica: until
@@ -515,8 +586,10 @@ func (w *watch) grow(ctx context.Context) {
 		return
 	}
 	for _, gid := range gids[len(w.gids):] {
+		w.mu.Lock()
 		w.gids = append(w.gids, gid)
 		w.pos = append(w.pos, history.Pos{})
+		w.mu.Unlock()
 		w.behind = append(w.behind, 0)
 		go w.follow(w.ctx, len(w.gids)-1, gid, history.Pos{})
 	}
@@ -541,14 +614,16 @@ func (w *watch) take(gb groupBatch) ([]region.Event, error) {
 	}
 	w.behind[gb.i] = gb.b.Behind
 	out := make([]region.Event, 0, len(gb.b.Events))
+	w.mu.Lock()
 	for _, e := range gb.b.Events {
 		w.pos[gb.i] = e.Pos
-		if e.RegionID != w.ref.ID {
-			continue // another incarnation of the name
+		if e.RegionID != w.ref.ID || e.Type == history.Fence {
+			continue // another incarnation of the name; a fence (cutAtFence)
 		}
 		out = append(out, region.Event{Type: e.Type, Key: e.Key, Value: e.Value, Old: e.Old, Token: formatToken(w.ref.ID, w.gids, w.pos)})
 	}
 	w.pos[gb.i] = gb.b.Next
+	w.mu.Unlock()
 	if len(out) == 0 {
 		if err := w.alive(); err != nil {
 			return nil, err

@@ -135,7 +135,9 @@ func (r *regionState) dropBucket(b int) {
 }
 
 // applyBucketImport stores entries of a bucket being imported, with their
-// deadlines, without events (watchers saw them where they were written).
+// deadlines, and drops the keys c.Keys names (deleted at the source after
+// an earlier page copied them), without events (watchers saw the changes
+// where they were made).
 func applyBucketImport(s *state, c *codec.Command, _ uint64) *codec.Result {
 	if s.own.set == nil || !s.own.set.Importing(c.Bucket, c.MoveID) {
 		return refuse(fmt.Errorf("bucket %d: import of move %x: %w: the bucket is not being imported by that move", c.Bucket, c.MoveID, region.ErrInvalid))
@@ -148,12 +150,20 @@ func applyBucketImport(s *state, c *codec.Command, _ uint64) *codec.Result {
 			return invalid(c, "key %q is not of bucket %d, or has no value", e.Key, c.Bucket)
 		}
 	}
+	for _, k := range c.Keys {
+		if uint64(region.Bucket(k)) != c.Bucket {
+			return invalid(c, "key %q to drop is not of bucket %d", k, c.Bucket)
+		}
+	}
 	r, err := s.target(c.Region, c.RegionID)
 	if err != nil {
 		return refuse(err)
 	}
 	for i, e := range c.Entries {
 		r.put(e.Key, e.Value, c.Expires[i])
+	}
+	for _, k := range c.Keys {
+		r.del(k)
 	}
 	return &codec.Result{}
 }
@@ -214,4 +224,17 @@ func (f *FSM) Buckets() []string {
 		return nil
 	}
 	return f.st.own.set.States()
+}
+
+// BucketEntryOf is key's entry in partitioned region name (incarnation
+// id), expired or not, as a move copies it; ok is false when it has none.
+func (f *FSM) BucketEntryOf(name string, id uint64, key string) (e BucketEntry, ok bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	r := f.st.regions[name]
+	if r == nil || r.id != id || r.kind != region.Partition {
+		return BucketEntry{}, false
+	}
+	got, ok := r.entries.Get(entry{key: key})
+	return BucketEntry{Region: name, RegionID: id, Key: key, Value: got.value, Expires: got.expires}, ok
 }

@@ -112,6 +112,17 @@ func TestBucketMove(t *testing.T) {
 	if res := dst.apply(imp); !errors.Is(res.Err, region.ErrInvalid) {
 		t.Errorf("an import of another move: %v", res.Err)
 	}
+	// The last pass drops a key deleted at the source since it was
+	// copied (a key of another bucket is refused).
+	drop := codec.Command{Op: codec.OpBucketImport, Region: "p", RegionID: 5, Bucket: b, MoveID: move, Keys: []string{other[0]}}
+	if res := dst.apply(drop); !errors.Is(res.Err, region.ErrInvalid) {
+		t.Errorf("a drop of another bucket's key: %v", res.Err)
+	}
+	drop.Keys = []string{mine[0]}
+	dst.must(drop)
+	if e, ok := src.f.BucketEntryOf("p", 5, mine[1]); !ok || string(e.Value) != `{"k":"`+mine[1]+`"}` || e.Expires == 0 {
+		t.Errorf("BucketEntryOf(%s) at S = %+v, %v", mine[1], e, ok)
+	}
 
 	// Release, then adopt (as the mover does): T serves, S refuses and
 	// holds nothing of it. The release answers its log index, which the
@@ -125,6 +136,9 @@ func TestBucketMove(t *testing.T) {
 	dst.must(adopt)
 	if v, err := dst.f.Get("p", 5, mine[2]); err != nil || string(v) != `{"k":"`+mine[2]+`"}` {
 		t.Errorf("a read from T after the move: %s, %v", v, err)
+	}
+	if v, err := dst.f.Get("p", 5, mine[0]); !errors.Is(err, region.ErrKeyNotFound) {
+		t.Errorf("a key the last pass dropped, read from T after the move: %s, %v", v, err)
 	}
 	if res := put(dst, mine[1]); res.Err != nil {
 		t.Errorf("a write to T after the move: %v", res.Err)

@@ -80,6 +80,8 @@ type Command struct {
 	MoveID       uint64
 	Buckets      []uint64
 	Expires      []uint64
+	// On an OpBucketImport, Keys are the bucket's keys to drop: entries
+	// copied before the source sealed the bucket and deleted there since.
 	// From and FromIndex, on a BucketAdopt: the group the bucket comes
 	// from and the log index of its release there. The adopting group
 	// records them as a fence in its history, so that a watch delivers
@@ -171,6 +173,13 @@ func (c *Command) Encode(dst []byte) []byte {
 				exp = c.Expires[i]
 			}
 			dst = binary.AppendUvarint(dst, exp)
+		}
+		if len(c.Keys) > 0 {
+			// Optional, at the end, as an adopt's fence.
+			dst = binary.AppendUvarint(dst, uint64(len(c.Keys)))
+			for _, k := range c.Keys {
+				dst = appendString(dst, k)
+			}
 		}
 		return dst
 	}
@@ -452,6 +461,14 @@ func decodeBucket(d *decoder, op Op) (Command, error) {
 		for i := range c.Entries {
 			c.Entries[i] = region.Entry{Key: d.str("key"), Value: d.raw("value")}
 			c.Expires[i] = d.uvarint("deadline", "")
+		}
+	}
+	if d.err == nil && d.remaining() > 0 {
+		if n := d.count("dropped key", 1); n > 0 {
+			c.Keys = make([]string, n)
+			for i := range c.Keys {
+				c.Keys[i] = d.str("dropped key")
+			}
 		}
 	}
 	return c, d.finish()

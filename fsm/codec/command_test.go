@@ -380,3 +380,23 @@ func TestAdoptFence(t *testing.T) {
 		t.Errorf("a release with two more uvarints decoded")
 	}
 }
+
+// TestImportDrops: an import may name keys to drop after its entries (a
+// move's last pass); one without them is encoded as before.
+func TestImportDrops(t *testing.T) {
+	with := Command{Op: OpBucketImport, Region: "orders", RegionID: 3, Bucket: 17, MoveID: 0x51,
+		Entries: []region.Entry{{Key: "k1", Value: []byte(`{}`)}}, Expires: []uint64{0}, Keys: []string{"gone1", "gone2"}}
+	got, err := DecodeCommand(with.Encode(nil))
+	if err != nil || !reflect.DeepEqual(got, with) {
+		t.Errorf("import with drops decoded as %+v, %v; want %+v", got, err, with)
+	}
+	without := with
+	without.Keys = nil
+	enc := without.Encode(nil)
+	if got, err := DecodeCommand(enc); err != nil || !reflect.DeepEqual(got, without) {
+		t.Errorf("import without drops decoded as %+v, %v", got, err)
+	}
+	if !bytes.Equal(with.Encode(nil)[:len(enc)], enc) {
+		t.Errorf("the drops are not an addition at the end of the earlier layout")
+	}
+}

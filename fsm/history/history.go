@@ -285,3 +285,21 @@ func (l *Log) Reset(floor Pos, events []Event, applied uint64) {
 	l.mu.Unlock()
 	l.wakeAll()
 }
+
+// Since calls fn with every event held after position after, of every
+// region, oldest first, until fn returns false; it does not wait for
+// more. A position older than the history kept is a *GoneError. (A bucket
+// move reads which keys changed while it copied: store/rebalance.)
+func (l *Log) Since(after Pos, fn func(Event) bool) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if after.Less(l.floor) {
+		return &GoneError{Asked: after, Oldest: l.floor}
+	}
+	for i := l.search(after); i < l.n; i++ {
+		if !fn(*l.at(i)) {
+			return nil
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -72,5 +73,24 @@ func TestEventsInto(t *testing.T) {
 	}
 	if len(b.Events) != 0 || b.Events != nil || b.Next != (Pos{Index: 6}) {
 		t.Errorf("after a5: %d events (nil %v), next %v; want none, nil, next 6.0", len(b.Events), b.Events == nil, b.Next)
+	}
+}
+
+// TestSince: every event after a position, of every region, without
+// waiting; a position the ring no longer reaches is a *GoneError.
+func TestSince(t *testing.T) {
+	l := New(3)
+	for i := uint64(1); i <= 4; i++ {
+		l.Begin(i)
+		l.Add(Event{Region: fmt.Sprint("r", i%2), Key: fmt.Sprint("k", i)})
+		l.Applied(i)
+	}
+	var keys []string
+	if err := l.Since(Pos{Index: 3}, func(e Event) bool { keys = append(keys, e.Key); return true }); err != nil || fmt.Sprint(keys) != "[k3 k4]" {
+		t.Errorf("Since(3.0) = %v, %v; want [k3 k4]", keys, err)
+	}
+	var gone *GoneError
+	if err := l.Since(Pos{Index: 1}, func(Event) bool { return true }); !errors.As(err, &gone) || gone.Oldest != (Pos{Index: 1, N: 1}) {
+		t.Errorf("Since(1.0) after the ring dropped 1's event: %v, want a GoneError from 1.1", err)
 	}
 }

@@ -5,13 +5,22 @@
 // the control group's leader, every decision in a Raft log:
 //
 //  1. the partition table records the move (Moves: bucket, from, to, id);
-//  2. S seals b (its writes are refused with ErrWrongGroup and go again
-//     once the table changes; reads go on), T expects it;
+//  2. T expects b (takes imports of it, serves none of it);
 //  3. S's entries of b, read a page at a time at a linearizable point
-//     (nothing can change them), are imported into T with their deadlines;
-//  4. the table marks the move switching; S releases b (drops it), T
-//     adopts it (owns it);
-//  5. the table makes T the owner and forgets the move.
+//     while S still takes writes of b, are imported into T with their
+//     deadlines;
+//  4. S seals b (its writes are refused with ErrWrongGroup and go again
+//     once the table changes; reads go on), and the keys of b that S's
+//     change history names after the first page are copied again as they
+//     are now, or dropped at T when S has none: writes of b pause only for
+//     this last pass. When the history no longer reaches back (or a region
+//     was cleared, or too much changed), T drops its copy and b is copied
+//     again, sealed;
+//  5. the table marks the move switching; S releases b (drops it, and
+//     answers the release's log index), T adopts it (owns it, and records
+//     a fence in its history so that a watch delivers S's events of b
+//     before T's);
+//  6. the table makes T the owner and forgets the move.
 //
 // Every step is idempotent and names the move, so a step is simply sent
 // again after an unknown outcome, and a late step of an abandoned move

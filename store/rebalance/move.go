@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/catalog"
@@ -30,6 +31,7 @@ type Store interface {
 // (regions.Parts implements it).
 type Pages interface {
 	BucketPage(ctx context.Context, gid uint64, b int, after regions.BucketEntry, max int) (regions.BucketPage, error)
+	BucketDelta(ctx context.Context, gid uint64, b int, since history.Pos) (regions.BucketDelta, error)
 }
 
 // Stats is what one move did.
@@ -225,43 +227,90 @@ func sum(by map[string]int) int {
 	return n
 }
 
-// copyBucket seals the bucket at its source and copies its entries into
-// the target.
+// copyBucket copies the bucket's entries into the target: first while the
+// source still takes writes of it (the bulk of it), then, sealed, what
+// changed meanwhile (the source's change history names the keys), so that
+// writes of the bucket pause only for that last pass. When the changes
+// cannot be told (the history no longer reaches back, a region was
+// cleared, too much changed), the target drops what it has and the bucket
+// is copied again, sealed.
 func (m *Mover) copyBucket(ctx context.Context, mv partition.Move, st *Stats) error {
-	if err := m.apply(ctx, mv.From, step(codec.BucketSeal, mv.Bucket, mv.ID)); err != nil {
-		return fmt.Errorf("seal: %w", err)
-	}
 	if err := m.apply(ctx, mv.To, step(codec.BucketExpect, mv.Bucket, mv.ID)); err != nil {
 		return fmt.Errorf("expect: %w", err)
 	}
-	var after regions.BucketEntry
-	for {
-		page, err := m.pages.BucketPage(ctx, mv.From, mv.Bucket, after, pageBytes)
-		if err != nil {
-			return fmt.Errorf("read: %w", err)
-		}
-		if err := m.importPage(ctx, mv, page.Entries, st); err != nil {
+	since, err := m.copyPages(ctx, mv, st)
+	if err != nil {
+		return err
+	}
+	if err := m.apply(ctx, mv.From, step(codec.BucketSeal, mv.Bucket, mv.ID)); err != nil {
+		return fmt.Errorf("seal: %w", err)
+	}
+	delta, err := m.pages.BucketDelta(ctx, mv.From, mv.Bucket, since)
+	if err != nil {
+		return fmt.Errorf("read the changes: %w", err)
+	}
+	if delta.Delta && !delta.Whole {
+		if err := m.importPage(ctx, mv, delta.Entries, st); err != nil {
 			return err
 		}
+		return m.importPage(ctx, mv, delta.Removed, nil)
+	}
+	m.logger.Info("copying a bucket again, sealed: its changes during the copy cannot be told", "bucket", mv.Bucket, "move", fmt.Sprintf("%x", mv.ID))
+	if err := m.apply(ctx, mv.To, step(codec.BucketAbandon, mv.Bucket, mv.ID)); err != nil {
+		return fmt.Errorf("drop the first copy: %w", err)
+	}
+	if err := m.apply(ctx, mv.To, step(codec.BucketExpect, mv.Bucket, mv.ID)); err != nil {
+		return fmt.Errorf("expect again: %w", err)
+	}
+	_, err = m.copyPages(ctx, mv, st)
+	return err
+}
+
+// copyPages copies the bucket's entries, a page at a time, into the
+// target, and returns the source's position at the first page: every
+// change after it is in the delta since it.
+func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats) (history.Pos, error) {
+	var after regions.BucketEntry
+	var since history.Pos
+	for first := true; ; first = false {
+		page, err := m.pages.BucketPage(ctx, mv.From, mv.Bucket, after, pageBytes)
+		if err != nil {
+			return since, fmt.Errorf("read: %w", err)
+		}
+		if first {
+			since = page.Pos
+		}
+		if err := m.importPage(ctx, mv, page.Entries, st); err != nil {
+			return since, err
+		}
 		if !page.More || len(page.Entries) == 0 {
-			return nil
+			return since, nil
 		}
 		after = page.Entries[len(page.Entries)-1]
 	}
 }
 
 // importPage imports a page's entries into the target, one command per
-// region.
+// region and at most pageBytes each; with st nil, it drops their keys
+// there instead (removed at the source after an earlier page copied them).
 func (m *Mover) importPage(ctx context.Context, mv partition.Move, entries []regions.BucketEntry, st *Stats) error {
 	for i := 0; i < len(entries); {
-		j := i
+		j, size := i, 0
 		cmd := &codec.Command{Op: codec.OpBucketImport, Region: entries[i].Region, RegionID: entries[i].RegionID, Bucket: uint64(mv.Bucket), MoveID: mv.ID}
-		for ; j < len(entries) && entries[j].Region == cmd.Region && entries[j].RegionID == cmd.RegionID; j++ {
-			cmd.Entries = append(cmd.Entries, region.Entry{Key: entries[j].Key, Value: entries[j].Value})
-			cmd.Expires = append(cmd.Expires, entries[j].Expires)
-			st.Bytes[cmd.Region] += int64(len(entries[j].Key) + len(entries[j].Value))
+		for ; j < len(entries) && entries[j].Region == cmd.Region && entries[j].RegionID == cmd.RegionID && (j == i || size < pageBytes); j++ {
+			e := entries[j]
+			size += len(e.Key) + len(e.Value)
+			if st == nil {
+				cmd.Keys = append(cmd.Keys, e.Key)
+				continue
+			}
+			cmd.Entries = append(cmd.Entries, region.Entry{Key: e.Key, Value: e.Value})
+			cmd.Expires = append(cmd.Expires, e.Expires)
+			st.Bytes[cmd.Region] += int64(len(e.Key) + len(e.Value))
 		}
-		st.Entries[cmd.Region] += j - i
+		if st != nil {
+			st.Entries[cmd.Region] += j - i
+		}
 		err := m.apply(ctx, mv.To, cmd)
 		if errors.Is(err, region.ErrRegionNotFound) {
 			err = nil // destroyed meanwhile: nothing of it to move

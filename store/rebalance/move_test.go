@@ -8,14 +8,23 @@ import (
 	"testing"
 
 	"github.com/kvnode/kvnode/fsm/codec"
+	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/store/regions"
 )
 
-// pages serves a bucket's entries two at a time, or fails.
+// pages serves a bucket's entries two at a time, or fails; its delta is
+// delta (with Delta set: from a build that reads deltas).
 type pages struct {
 	entries []regions.BucketEntry
+	delta   regions.BucketDelta
 	fail    error
+}
+
+func (p pages) BucketDelta(context.Context, uint64, int, history.Pos) (regions.BucketDelta, error) {
+	d := p.delta
+	d.Delta = true
+	return d, p.fail
 }
 
 func (p pages) BucketPage(_ context.Context, _ uint64, _ int, after regions.BucketEntry, _ int) (regions.BucketPage, error) {
@@ -38,14 +47,20 @@ func steps(store *memStore) []string {
 		case codec.OpBucket:
 			out = append(out, c.BucketAction.String())
 		case codec.OpBucketImport:
+			if len(c.Keys) > 0 {
+				out = append(out, fmt.Sprintf("drop %d", len(c.Keys)))
+				continue
+			}
 			out = append(out, fmt.Sprintf("import %d", len(c.Entries)))
 		}
 	}
 	return out
 }
 
-// TestMove: a move makes the groups explicit, seals, expects, imports the
-// bucket's pages, switches and makes the target the owner; the table
+// TestMove: a move makes the groups explicit, expects, imports the
+// bucket's pages while the source takes writes, seals, imports what
+// changed meanwhile (or, when that cannot be told, drops the copy and
+// copies again), switches and makes the target the owner; the table
 // records the move meanwhile and forgets it after. A move whose copy fails
 // is abandoned: the target drops, the source unseals, the bucket stays.
 func TestMove(t *testing.T) {
@@ -62,7 +77,7 @@ func TestMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := steps(store)
-	want := []string{"init", "init", "init", "init", "seal", "expect", "import 2", "import 2", "import 1", "release", "adopt"}
+	want := []string{"init", "init", "init", "init", "expect", "import 2", "import 2", "import 1", "seal", "release", "adopt"}
 	if !slices.Equal(got, want) {
 		t.Errorf("steps %v, want %v", got, want)
 	}
@@ -79,13 +94,34 @@ func TestMove(t *testing.T) {
 		t.Errorf("after the move: owner %d, moves %+v", after.Owner(7), after.Moves)
 	}
 
+	// Sealed, the changes since the first page: written keys imported
+	// again, removed ones dropped.
+	store.applied = nil
+	m.pages = pages{entries: entries, delta: regions.BucketDelta{Entries: entries[:1], Removed: entries[3:]}}
+	if _, err := m.Move(ctx, 7, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := steps(store), []string{"expect", "import 2", "import 2", "import 1", "seal", "import 1", "drop 2", "release", "adopt"}; !slices.Equal(got, want) {
+		t.Errorf("steps of a move with changes %v, want %v", got, want)
+	}
+	// Changes that cannot be told: the first copy is dropped, and the
+	// bucket copied again, sealed.
+	store.applied = nil
+	m.pages = pages{entries: entries, delta: regions.BucketDelta{Whole: true}}
+	if _, err := m.Move(ctx, 7, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := steps(store), []string{"expect", "import 2", "import 2", "import 1", "seal", "abandon", "expect", "import 2", "import 2", "import 1", "release", "adopt"}; !slices.Equal(got, want) {
+		t.Errorf("steps of a move whose changes cannot be told %v, want %v", got, want)
+	}
+
 	// A failed copy: abandoned, the bucket stays.
 	store.applied = nil
 	m.pages = pages{fail: errors.New("member gone")}
 	if _, err := m.Move(ctx, 8, 3); err == nil {
 		t.Fatal("a move whose copy fails succeeded")
 	}
-	if got := steps(store); !slices.Equal(got, []string{"seal", "expect", "abandon", "unseal"}) {
+	if got := steps(store); !slices.Equal(got, []string{"expect", "abandon", "unseal"}) {
 		t.Errorf("steps of the failed move %v", got)
 	}
 	after, _, _ = m.Table(ctx)

@@ -142,6 +142,8 @@ func TestImportRules(t *testing.T) {
 		"cmd/kvbench":   append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
 		// The watch workload is a client of the API as kvbench is.
 		"bench/kvbench/watchbench": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
+		// The bucket move benchmark is a client of the API too.
+		"bench/bucketmove": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
 		// The sweep's chart is pure: points in, an SVG document out.
 		"bench/kvbench/svgplot": {module},
 		// The model states what the REST API promises, whatever serves it,

@@ -36,6 +36,11 @@ PER=${PER:-24}
 DURATION=${DURATION:-15s}
 WARMUP=${WARMUP:-5s}
 GROWTH=${GROWTH:-1}
+# ROUTE=leader sends each write to its key's group leader (kvbench --route
+# leader, as a single-hop client would); round-robin (the default) sends it
+# to the members in turn, and the member that takes it forwards it.
+ROUTE=${ROUTE:-round-robin}
+TYPES=${TYPES:-"PARTITION REPLICATE"}
 SVG=${SVG:-$ROOT/docs/bench/scaleout.svg}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvnode-scaleout.XXXXXX")
 PIDS=()
@@ -53,12 +58,10 @@ else
 fi
 mkdir -p "$CG"
 
+# shellcheck source=bench/procs.sh
+. "$ROOT/bench/procs.sh"
 stop_all() {
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-  done
+  stop_pids "${PIDS[@]}"
   PIDS=()
   for d in "$CG"/m*; do [[ -d $d ]] && rmdir "$d" 2>/dev/null || true; done
 }
@@ -126,13 +129,13 @@ throttled() {
 
 say "scaleout.sh, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+changes')"
 say "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-say "each member: $QUOTA% of one core (cgroup v$CGV $([[ $CGV == 1 ]] && echo cpu.cfs_quota_us/cpu.cfs_period_us || echo cpu.max)); $PER clients per member; $WARMUP warm-up, $DURATION measured"
+say "each member: $QUOTA% of one core (cgroup v$CGV $([[ $CGV == 1 ]] && echo cpu.cfs_quota_us/cpu.cfs_period_us || echo cpu.max)); $PER clients per member; $WARMUP warm-up, $DURATION measured; kvbench --route $ROUTE"
 (cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/kvnode" ./cmd/kvnode && go build -o "$WORK/kvbench" ./cmd/kvbench)
 
 say ""
 say "$(printf '%-9s %3s %7s %9s %8s %7s %10s %9s' region N clients writes/s p99_ms errors throttled loadgen)"
 TIMEFORMAT='%U %S %R'
-for type in PARTITION REPLICATE; do
+for type in $TYPES; do
   for n in $SIZES; do
     rm -rf "$WORK"/d*
     join=$(joinlist "$n")
@@ -141,7 +144,7 @@ for type in PARTITION REPLICATE; do
     c=$((PER * n))
     { time "$WORK/kvbench" --endpoints "$(endpoints "$n")" --create-region "scale:$type" --workload put \
         --preload=false --keys 10000 --value-size 200 -c "$c" --warmup "$WARMUP" --duration "$DURATION" \
-        --timeout 10s --json -q >"$WORK/point.json"; } 2>"$WORK/time.txt"
+        --route "$ROUTE" --timeout 10s --json -q >"$WORK/point.json"; } 2>"$WORK/time.txt"
     read -r u s r <"$WORK/time.txt"
     line=$(python3 - "$WORK/point.json" "$u" "$s" "$r" <<'EOF'
 import json, sys
@@ -172,7 +175,7 @@ if ((GROWTH)); then
   points=$(python3 -c "print(','.join(['$((PER * 6))'] * 45))")
   (
     "$WORK/kvbench" --endpoints "$(endpoints 3)" --region grow --workload put --preload=false --keys 10000 \
-      --value-size 200 -c "$points" --duration 2s --timeout 10s --json -q |
+      --route "$ROUTE" --value-size 200 -c "$points" --duration 2s --timeout 10s --json -q |
       while read -r l; do printf '%s\t%s\n' "$(date +%s.%N)" "$l"; done >"$WORK/growth.jsonl"
   ) &
   lg=$!

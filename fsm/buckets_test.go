@@ -106,6 +106,9 @@ func TestBucketMove(t *testing.T) {
 	if keys, _ := dst.f.Keys("p", 5); len(keys) != 0 {
 		t.Errorf("T lists %v while importing", keys)
 	}
+	if z, err := dst.f.Freeze("p", 5); err != nil || z.Cursor().Read(make([]region.Entry, 8)) != 0 {
+		t.Errorf("T's frozen state (streamed listings, a watch's initial results) holds the bucket while importing (%v)", err)
+	}
 	_, err = dst.f.Get("p", 5, mine[0])
 	wrong("a read from T while importing", err)
 	imp.MoveID = move + 1

@@ -13,14 +13,16 @@ import (
 // listings stream from: however large the region, reading it allocates
 // nothing per entry (values are shared, and never modified in place).
 //
-// Entries past their deadline at the moment of the Freeze are left out, so
-// a listing agrees with the reads. Position is the change history's
+// Entries past their deadline at the moment of the Freeze are left out, and
+// so are those of a bucket being imported (the source serves it until the
+// switch), so a listing agrees with the reads. Position is the change history's
 // position right after the frozen state: a watch's initial results are a
 // Frozen, and its changes start there (no gap, no duplicate).
 type Frozen struct {
-	t   *btree.BTreeG[entry] // nil: an empty region
-	now uint64               // deadlines not after it are expired (reads)
-	pos history.Pos
+	t    *btree.BTreeG[entry]  // nil: an empty region
+	now  uint64                // deadlines not after it are expired (reads)
+	hide func(key string) bool // buckets being imported (nil: none)
+	pos  history.Pos
 }
 
 // Position is the change history's position right after the state.
@@ -37,7 +39,7 @@ func (f *FSM) Freeze(name string, id uint64) (*Frozen, error) {
 	if err != nil {
 		return nil, err
 	}
-	z := &Frozen{now: f.st.readNow(), pos: history.Pos{Index: f.applied.Load() + 1}}
+	z := &Frozen{now: f.st.readNow(), hide: f.st.own.hidden(), pos: history.Pos{Index: f.applied.Load() + 1}}
 	if r != nil {
 		z.t = r.entries.Clone()
 	}
@@ -53,7 +55,7 @@ func (z *Frozen) Len() int {
 }
 
 // Cursor returns a cursor at the first entry.
-func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t, now: z.now} }
+func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t, now: z.now, hide: z.hide} }
 
 // Cursor reads a Frozen in ascending key order, a batch at a time. Each
 // Read seeks past the last key it returned (O(log n)), so a cursor holds no
@@ -61,6 +63,7 @@ func (z *Frozen) Cursor() *Cursor { return &Cursor{t: z.t, now: z.now} }
 type Cursor struct {
 	t       *btree.BTreeG[entry]
 	now     uint64
+	hide    func(key string) bool
 	last    string
 	started bool
 	done    bool
@@ -78,7 +81,7 @@ func (c *Cursor) Read(dst []region.Entry) int {
 		if c.started && e.key == c.last {
 			return true // the entry the previous Read ended with
 		}
-		if e.expired(c.now) {
+		if e.expired(c.now) || c.hide != nil && c.hide(e.key) {
 			return true
 		}
 		dst[n] = region.Entry{Key: e.key, Value: e.value}

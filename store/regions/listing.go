@@ -3,6 +3,7 @@ package regions
 import (
 	"context"
 
+	"github.com/kvnode/kvnode/partition"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/listing"
 )
@@ -35,28 +36,35 @@ func (r *API) OpenList(ctx context.Context, c region.Consistency, name string, o
 	})
 }
 
-// openPartitioned opens one stream per partition group, in parallel.
+// openPartitioned opens one stream per partition group, in parallel,
+// under Settled: each stream reads a frozen state, so a bucket that
+// switched owners while they were opened could be in two of them or in
+// none; they are closed and opened again with the new table then.
 func (r *API) openPartitioned(ctx context.Context, c region.Consistency, ref Ref, opt region.ListOptions) (region.Listing, error) {
 	if opt.Limit == 0 {
 		return listing.Merge(ctx, nil, opt), nil
 	}
-	t, err := r.groups.Placement(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gids := AllGroups(t.P())
-	srcs := make([]listing.Source, len(gids))
-	errs := Parallel(gids, func(i int, gid uint64) error {
-		src, err := r.groups.OpenPart(ctx, gid, c, ref.Name, ref.ID, opt)
-		srcs[i] = src
-		return err
-	})
-	if err := FirstError(errs); err != nil {
+	var srcs []listing.Source
+	closeAll := func() {
 		for _, src := range srcs {
 			if src != nil {
 				src.Close()
 			}
 		}
+		srcs = nil
+	}
+	err := Settled(ctx, r.groups, c, func(t partition.Table) error {
+		closeAll()
+		gids := AllGroups(t.P())
+		srcs = make([]listing.Source, len(gids))
+		return FirstError(Parallel(gids, func(i int, gid uint64) error {
+			src, err := r.groups.OpenPart(ctx, gid, c, ref.Name, ref.ID, opt)
+			srcs[i] = src
+			return err
+		}))
+	})
+	if err != nil {
+		closeAll()
 		return nil, err
 	}
 	return listing.Merge(ctx, srcs, opt), nil

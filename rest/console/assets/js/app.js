@@ -1,11 +1,12 @@
 // The console's shell: sign-in, the top bar, the navigation and the
-// router (#/overview, #/regions, #/data/{region}, #/query, #/functions,
-// #/watch/{region}).
+// router (#/overview, #/partitions, #/regions, #/data/{region}, #/query,
+// #/functions, #/watch/{region}).
 
 import * as api from './api.js';
 import { h, fill, errorBox, toast } from './dom.js';
 import * as status from './status.js';
 import * as overview from './views/overview.js';
+import * as partitions from './views/partitions.js';
 import * as regions from './views/regions.js';
 import * as data from './views/data.js';
 import * as query from './views/query.js';
@@ -14,6 +15,7 @@ import * as watch from './views/watch.js';
 
 const views = {
   overview: { title: 'Overview', icon: '◉', view: overview },
+  partitions: { title: 'Partitions', icon: '⇄', view: partitions },
   regions: { title: 'Regions', icon: '▤', view: regions },
   data: { title: 'Data browser', icon: '⊞', view: data },
   query: { title: 'Query', icon: '❯', view: query },

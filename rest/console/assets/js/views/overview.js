@@ -19,7 +19,7 @@ export function mount(main) {
     h('div.page-head', h('h1', 'Cluster overview'), updated, h('div.grow'), pause, refresh),
     cards,
     h('div.panel', h('div.head', h('h2', 'Members'), h('span.sub.muted', 'gossip status and Raft suffrage in the control group')), members),
-    h('div.panel', h('div.head', h('h2', 'Raft groups'), h('span.sub.muted', 'the control group and every partition group, with its leader')), groups),
+    h('div.panel', h('div.head', h('h2', 'Raft groups'), h('span.sub.muted', 'the control group and every partition group, with its leader'), h('div.grow'), h('a', { href: '#/partitions' }, 'Partitions and rebalance →')), groups),
     h('div.panel', h('div.head', h('h2', 'Regions'), h('div.grow'), h('a', { href: '#/regions' }, 'Manage regions →')), regionsBox));
 
   let regionList = null;

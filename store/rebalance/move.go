@@ -193,7 +193,10 @@ func (m *Mover) Move(ctx context.Context, b int, to uint64) (Stats, error) {
 		case t.Owner(b) == to:
 			return fmt.Errorf("%w: bucket %d is group %d's already", region.ErrInvalid, b, to)
 		}
-		if _, moving := t.Moving(b); moving {
+		if m, moving := t.Moving(b); moving && m.ID == id {
+			mv = m // recorded by an attempt whose answer was lost
+			return nil
+		} else if moving {
 			return fmt.Errorf("%w: bucket %d is moving already", region.ErrVersionConflict, b)
 		}
 		mv = partition.Move{Bucket: b, From: t.Owner(b), To: to, ID: id}

@@ -30,6 +30,10 @@ const (
 	Failed     = "ERROR"
 )
 
+// maxMoveFailures is how many moves in a row may fail before an
+// operation ends in ERROR (each is planned again after a pause).
+const maxMoveFailures = 5
+
 // Operation is a rebalance's record.
 type Operation struct {
 	ID     string    `json:"id"`
@@ -145,6 +149,8 @@ type Runner struct {
 	// resumed is whether this leadership has settled the moves a former
 	// leader left.
 	resumed bool
+	// pause is the wait after a failed move, times the failures in a row.
+	pause time.Duration
 }
 
 // Auto says when a Runner starts a rebalance of its own.
@@ -167,7 +173,7 @@ func NewRunner(ops *Operations, mover *Mover, leads func() bool, auto Auto, logg
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{ops: ops, mover: mover, leads: leads, auto: auto, logger: logger}
+	return &Runner{ops: ops, mover: mover, leads: leads, auto: auto, logger: logger, pause: time.Second}
 }
 
 // Run runs the operations until ctx ends, looking every interval.
@@ -268,6 +274,7 @@ func (r *Runner) run(ctx context.Context, op *Operation) error {
 			return err
 		}
 	}
+	failed := 0 // moves that failed in a row
 	for {
 		if !r.leads() {
 			return fmt.Errorf("%w: this member no longer leads the control group", region.ErrNotLeader)
@@ -284,8 +291,25 @@ func (r *Runner) run(ctx context.Context, op *Operation) error {
 		s := plan[0]
 		st, err := r.mover.Move(ctx, s.Bucket, s.To)
 		if err != nil {
-			return err
+			// A move fails when a group loses its leader, or another
+			// mover (a former control leader's) holds the bucket: it was
+			// abandoned, or is left to Resume. Plan again after a pause;
+			// only moves that keep failing end the operation.
+			if failed++; failed >= maxMoveFailures || ctx.Err() != nil || !r.leads() {
+				return err
+			}
+			r.logger.Warn("a bucket move failed; planning again", "operation", op.ID, "bucket", s.Bucket, "attempt", failed, "error", err)
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(failed) * r.pause):
+			}
+			if err := r.mover.Resume(ctx); err != nil {
+				r.logger.Debug("cleaning up after a failed move", "error", err)
+			}
+			continue
 		}
+		failed = 0
 		op.add(st)
 		if err := r.ops.save(ctx, *op); err != nil {
 			r.logger.Debug("recording a rebalance's progress failed", "operation", op.ID, "error", err)

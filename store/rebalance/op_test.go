@@ -2,9 +2,11 @@ package rebalance
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/fsm"
 	"github.com/kvnode/kvnode/fsm/codec"
@@ -20,6 +22,9 @@ type memStore struct {
 	meta    map[string]catalog.Entry
 	next    uint64
 	applied []*codec.Command
+	// failSeals refuses this many seals (as a group that lost its
+	// leader would).
+	failSeals int
 }
 
 func newMemStore(t *testing.T, tab partition.Table) *memStore {
@@ -64,6 +69,10 @@ func (m *memStore) SetMeta(_ context.Context, key string, version uint64, value 
 func (m *memStore) Apply(_ context.Context, _ uint64, cmd *codec.Command) (*codec.Result, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if cmd.Op == codec.OpBucket && cmd.BucketAction == codec.BucketSeal && m.failSeals > 0 {
+		m.failSeals--
+		return nil, region.ErrNotLeader
+	}
 	m.applied = append(m.applied, cmd)
 	// Its position in applied stands for the log index (a release's
 	// result carries it).
@@ -113,5 +122,38 @@ func TestAutoStart(t *testing.T) {
 				t.Errorf("started %+v, want one growing to %d groups", started, tc.want)
 			}
 		})
+	}
+}
+
+// TestRunPlansAgainAfterAFailedMove: a move that fails (a group lost its
+// leader) is abandoned and the operation plans again, and ends in SUCCESS
+// with every bucket even; moves that keep failing end it in ERROR.
+func TestRunPlansAgainAfterAFailedMove(t *testing.T) {
+	uneven := table(t, 5, 5)
+	even := table(t, 4, 4)
+	uneven.Owners = make([]uint64, partition.Buckets)
+	for b := range uneven.Owners {
+		uneven.Owners[b] = even.Owner(b) // group 5 owns nothing yet
+	}
+	for _, tc := range []struct {
+		fails int
+		ok    bool
+	}{{2, true}, {maxMoveFailures, false}} {
+		store := newMemStore(t, uneven)
+		store.failSeals = tc.fails
+		r := NewRunner(NewOperations(store), NewMover(store, pages{}, nil), func() bool { return true }, Auto{}, nil)
+		r.pause = time.Millisecond
+		op := Operation{ID: "op", Status: InProgress}
+		err := r.run(context.Background(), &op)
+		after, _, _ := r.mover.Table(context.Background())
+		if tc.ok {
+			if err != nil || len(PlanBuckets(after)) != 0 || len(after.Moves) != 0 || op.BucketsMoved != 22 {
+				t.Errorf("%d failed seals: %v; %d buckets moved, %d left to plan, moves %+v", tc.fails, err, op.BucketsMoved, len(PlanBuckets(after)), after.Moves)
+			}
+			continue
+		}
+		if !errors.Is(err, region.ErrNotLeader) || len(after.Moves) != 0 {
+			t.Errorf("%d failed seals in a row: %v, moves left %+v; want ErrNotLeader and none", tc.fails, err, after.Moves)
+		}
 	}
 }

@@ -334,10 +334,14 @@ func NextPlacement(ctx context.Context, groups Placements, seen partition.Table)
 // Settled runs read, a read of every partition group of the table it is
 // given, so that no bucket moving between two groups meanwhile is read in
 // both or in neither: a read that begins while a move switches owners
-// waits for the switch to end, and a linearizable one whose table changed
-// while it ran (once this member's copy of the control group has caught
-// up after it) goes again with the new table. A stale read takes the
-// table as it is.
+// waits for the switch to end, and a linearizable one during which a
+// switch began or ended (seen once this member's copy of the control group
+// has caught up after it) goes again with the new table. Other changes of
+// the table do not count: a move recorded, copying or abandoned changes
+// no group's served buckets (a target hides what it imports), and during a
+// rebalance the table changes at every step, so a read that waited for an
+// unchanged table could wait for the whole rebalance. A stale read takes
+// the table as it is.
 func Settled(ctx context.Context, groups Placements, c region.Consistency, read func(t partition.Table) error) error {
 	t, err := groups.Placement(ctx)
 	for err == nil {
@@ -352,12 +356,23 @@ func Settled(ctx context.Context, groups Placements, c region.Consistency, read 
 			return err
 		}
 		after, perr := groups.Placement(ctx)
-		if perr != nil || after.Equal(t) {
+		if perr != nil || (!after.Switching() && sameOwners(t, after)) {
 			return perr
 		}
 		t = after
 	}
 	return err
+}
+
+// sameOwners reports whether every bucket has the same owner in a and b:
+// no switch ended between them (a move's switch ends in a new owner).
+func sameOwners(a, b partition.Table) bool {
+	for i := range partition.Buckets {
+		if a.Owner(i) != b.Owner(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // AllGroups are the partition groups 1..p.

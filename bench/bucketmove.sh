@@ -10,7 +10,7 @@
 #   bench/bucketmove.sh [results.txt]
 #
 # KVNODE=path uses that kvnode binary instead of building this checkout's
-# (to compare with another commit); the other settings are bucketmove's
+# (to compare with another commit; LABEL=text says which in the output); the other settings are bucketmove's
 # flags, passed through ARGS (e.g. ARGS="--entries 20000").
 #
 # Traffic goes to 127.0.0.1 only; the load is bounded by --max-time; only
@@ -24,14 +24,18 @@ say() { echo "$*" | tee -a "$OUT"; }
 # shellcheck source=bench/procs.sh
 . "$ROOT/bench/procs.sh"
 cleanup() {
+  local rc=$?
   stop_pids "${PIDS[@]}"
+  if ((rc != 0)); then
+    for f in "$WORK"/m*.log; do [[ -f $f ]] && { echo "--- $f"; grep -v 'level=INFO' "$f" | tail -20; }; done >&2
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 if [[ -n ${KVNODE:-} ]]; then
   cp "$KVNODE" "$WORK/kvnode"
-  what="kvnode $("$WORK/kvnode" --version 2>/dev/null | head -1)"
+  what="kvnode binary $KVNODE${LABEL:+ ($LABEL)}"
 else
   (cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/kvnode" ./cmd/kvnode)
   what="commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+changes')"

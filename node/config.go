@@ -46,7 +46,10 @@ type Config struct {
 	PartitionGroupsAuto bool
 	// AutoRebalance (--auto-rebalance) evens the buckets out whenever
 	// they are uneven over the partition groups.
-	AutoRebalance     bool
+	AutoRebalance bool
+	// RebalanceRate (--rebalance-rate) bounds the bytes a bucket move
+	// copies a second (0: no bound).
+	RebalanceRate     int64
 	ReplicationFactor int
 	LogLevel          string
 	LogFormat         string
@@ -137,6 +140,12 @@ type Config struct {
 // much data there needs a snapshot that takes a while to send and load.
 const DefaultCatchUpTimeout = 5 * time.Minute
 
+// DefaultRebalanceRate is --rebalance-rate's default: a bucket of 100,000
+// entries of ~200 bytes (20 MiB) moves in about 5 s, and on a 2-core
+// machine the other buckets' writes keep most of their throughput
+// (docs/performance.md, "A bucket's move under load").
+const DefaultRebalanceRate = 4 << 20
+
 // Default is a working single-node cluster in ./kvdata on :8080.
 func Default() Config {
 	host, err := os.Hostname()
@@ -152,6 +161,7 @@ func Default() Config {
 		BootstrapExpect:   1,
 		PartitionGroups:   4,
 		AutoRebalance:     true,
+		RebalanceRate:     DefaultRebalanceRate,
 		ReplicationFactor: 3,
 		LogLevel:          "info",
 		LogFormat:         "text",
@@ -246,6 +256,9 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
+	}
+	if c.RebalanceRate < 0 {
+		errs = append(errs, fmt.Errorf("--rebalance-rate %d: must be 0 (no bound) or positive", c.RebalanceRate))
 	}
 	if c.CatchUpTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--catch-up-timeout %v: must be positive (0: never removed)", c.CatchUpTimeout))

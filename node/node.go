@@ -237,6 +237,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	// Bucket moves and rebalances: recorded in the control group, carried
 	// out by its leader (package store/rebalance).
 	mover := rebalance.NewMover(n.store.Router(), n.regions.Parts(), logger.With("component", "rebalance"))
+	mover.Rate = cfg.RebalanceRate
 	rebalanceOps := rebalance.NewOperations(n.store.Router())
 	fns, err := newFunctions(cfg, n.store, n.regions, n.queries, cat, trusted{n.cluster, n.admission}, n.restURL)
 	if err != nil {

@@ -93,6 +93,9 @@ func run(cfg config) error {
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
+		// A PATCH is not sent again by net/http when a kept-alive
+		// connection turns out closed: it gets one of its own.
+		req.Close = method == "PATCH"
 		resp, err := c.Do(req)
 		if err != nil {
 			return 0, "", err

@@ -165,6 +165,7 @@ func FlagSet(cfg *node.Config, out io.Writer) *flag.FlagSet {
 	fs.Var(regionsValue{&cfg.Regions}, "regions", "regions to create at start if absent, name:REPLICATE|PARTITION,...")
 	fs.Var(groupsValue{cfg}, "partition-groups", "partition groups of a new cluster (more are added online: PATCH /management/v1/partitions), or auto: at least as many as members, added as members join")
 	fs.BoolVar(&cfg.AutoRebalance, "auto-rebalance", cfg.AutoRebalance, "even the buckets out over the partition groups on its own, whenever they are uneven (after groups are added)")
+	fs.Var(sizeValue{&cfg.RebalanceRate}, "rebalance-rate", "bytes a bucket move copies a second, so that a rebalance leaves the members to the clients' writes (bytes, or with KiB/MiB/GiB; 0: no bound; default 4MiB)")
 	fs.IntVar(&cfg.ReplicationFactor, "replication-factor", cfg.ReplicationFactor, "replicas per partition group (fixed at bootstrap)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "text or json")

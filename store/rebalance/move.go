@@ -60,6 +60,10 @@ type Mover struct {
 	logger *slog.Logger
 	// Observer, when set, hears of every move that ends.
 	Observer Observer
+	// Rate bounds the bytes a move copies a second (0: as fast as the
+	// groups take them): a copy competes with the clients' writes for the
+	// same members' CPU and disks (--rebalance-rate).
+	Rate int64
 
 	mu sync.Mutex
 	// inited are the groups this mover has made explicit.
@@ -275,6 +279,7 @@ func (m *Mover) copyBucket(ctx context.Context, mv partition.Move, st *Stats) er
 func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats) (history.Pos, error) {
 	var after regions.BucketEntry
 	var since history.Pos
+	start, copied := time.Now(), int64(0)
 	for first := true; ; first = false {
 		page, err := m.pages.BucketPage(ctx, mv.From, mv.Bucket, after, pageBytes)
 		if err != nil {
@@ -290,6 +295,26 @@ func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats) (hi
 			return since, nil
 		}
 		after = page.Entries[len(page.Entries)-1]
+		for _, e := range page.Entries {
+			copied += int64(len(e.Key) + len(e.Value))
+		}
+		if err := m.pace(ctx, start, copied); err != nil {
+			return since, err
+		}
+	}
+}
+
+// pace waits until copying copied bytes since start keeps to m.Rate.
+func (m *Mover) pace(ctx context.Context, start time.Time, copied int64) error {
+	if m.Rate <= 0 {
+		return nil
+	}
+	due := start.Add(time.Duration(float64(copied) / float64(m.Rate) * float64(time.Second)))
+	select {
+	case <-time.After(time.Until(due)):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

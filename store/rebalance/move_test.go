@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/fsm/history"
@@ -147,5 +148,26 @@ func TestMove(t *testing.T) {
 	}
 	if got := steps(store); !slices.Equal(got, []string{"release", "adopt", "abandon", "unseal"}) {
 		t.Errorf("steps of Resume %v", got)
+	}
+}
+
+// TestMoveKeepsToItsRate: with Rate set, the copy waits so as to copy no
+// more than Rate bytes a second (--rebalance-rate).
+func TestMoveKeepsToItsRate(t *testing.T) {
+	store := newMemStore(t, table(t, 4, 4))
+	var entries []regions.BucketEntry
+	for i := range 5 {
+		entries = append(entries, regions.BucketEntry{Region: "p", RegionID: 9, Key: fmt.Sprintf("k%d", i), Value: make([]byte, 100_000)})
+	}
+	m := NewMover(store, pages{entries: entries}, nil)
+	m.Rate = 1_000_000
+	start := time.Now()
+	if _, err := m.Move(context.Background(), 7, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Pages of two: the first two pages (about 400 KB) are paced, the
+	// last one ends the copy.
+	if took := time.Since(start); took < 380*time.Millisecond || took > 5*time.Second {
+		t.Errorf("the move took %v at 1 MB/s, want about 0.4 s", took)
 	}
 }

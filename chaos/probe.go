@@ -140,12 +140,15 @@ func (p *Prober) target(n, m int, byBucket map[int]string) (uint64, string) {
 	return g, k
 }
 
-// followTable reads the partition table every second, from the first
-// member that answers, into owns.
+// followTable reads the partition table every second from every member
+// into owns, when a majority of them show the same owners (a member cut
+// off shows an old table).
 func (p *Prober) followTable(ctx context.Context) {
 	hc := &http.Client{Timeout: time.Second}
 	defer hc.CloseIdleConnections()
 	for ctx.Err() == nil {
+		votes := map[string]int{}
+		tables := map[string]map[uint64]int{}
 		for _, u := range p.URLs {
 			var pv partitionsView
 			if getJSON(ctx, hc, u+"/management/v1/partitions", &pv) != nil {
@@ -157,11 +160,15 @@ func (p *Prober) followTable(ctx context.Context) {
 					owns[g.Group] = slices.Min(g.Buckets)
 				}
 			}
-			if len(owns) > 0 {
+			k := fmt.Sprint(owns) // fmt sorts map keys
+			votes[k]++
+			tables[k] = owns
+		}
+		for k, n := range votes {
+			if 2*n > len(p.URLs) && len(tables[k]) > 0 {
 				p.mu.Lock()
-				p.owns = owns
+				p.owns = tables[k]
 				p.mu.Unlock()
-				break
 			}
 		}
 		select {
@@ -194,16 +201,31 @@ func (p *Prober) write(ctx context.Context, hc *http.Client, base, key string, n
 // that got through); the slowest, the time until every group the member
 // led took writes again, gives FailoverEvery and its quantiles. A fault
 // after which some group never took a write again counts in Unrecovered
-// (and in NoRecovery when none did).
+// (and in NoRecovery when none did). With Moves, groups no probe wrote
+// to before the fault are left out.
 func (p *Prober) Failover(rr *RegionReport, faults []FaultEvent) {
 	p.mu.Lock()
 	ops := slices.Clone(p.probe)
 	p.mu.Unlock()
+	// With Moves a group is measured only when the probes wrote to it
+	// before the fault: a group just added owns no bucket yet and is not
+	// probed, and its first write would be the first bucket moving in,
+	// not a failover.
+	probed := map[uint64]time.Duration{}
+	for _, op := range ops {
+		if at, ok := probed[op.group]; !ok || op.call < at {
+			probed[op.group] = op.call
+		}
+	}
+	measured := func(g uint64, at time.Duration) bool {
+		first, ok := probed[g]
+		return !p.Moves || ok && first < at
+	}
 	var first []time.Duration
 	for _, f := range faults {
 		groups := map[uint64]time.Duration{}
 		for _, g := range f.Led {
-			if p.Region.Partitioned == (g != 0) {
+			if measured(g, f.At) && p.Region.Partitioned == (g != 0) {
 				groups[g] = -1
 			}
 		}

@@ -69,14 +69,7 @@ func fetchLeaders(ctx context.Context, hc *http.Client, base string) (Leaders, e
 	if err := getJSON(ctx, hc, base+"/management/v1/cluster", &cv); err != nil {
 		return Leaders{}, err
 	}
-	var pv struct {
-		PartitionGroups int `json:"partitionGroups"`
-		Groups          []struct {
-			Group  uint64 `json:"group"`
-			Leader string `json:"leader"`
-			Term   uint64 `json:"term"`
-		} `json:"groups"`
-	}
+	var pv partitionsView
 	if err := getJSON(ctx, hc, base+"/management/v1/partitions", &pv); err != nil {
 		return Leaders{}, err
 	}
@@ -92,6 +85,18 @@ func fetchLeaders(ctx context.Context, hc *http.Client, base string) (Leaders, e
 		l.Terms[g.Group] = g.Term
 	}
 	return l, nil
+}
+
+// partitionsView is what the suite reads of GET
+// /management/v1/partitions.
+type partitionsView struct {
+	PartitionGroups int `json:"partitionGroups"`
+	Groups          []struct {
+		Group   uint64 `json:"group"`
+		Buckets []int  `json:"buckets"`
+		Leader  string `json:"leader"`
+		Term    uint64 `json:"term"`
+	} `json:"groups"`
 }
 
 func getJSON(ctx context.Context, hc *http.Client, url string, v any) error {

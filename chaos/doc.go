@@ -12,9 +12,13 @@
 //   - run.go, scenarios.go, power.go: a run of one scenario (Execute):
 //     the load and the nemesis side by side, then the cluster restored, the
 //     final reads, and the checks; the nemeses, power-loss ones included.
-//   - probe.go, cluster.go: the per-member probes that measure failover,
-//     and who leads what, read from the management views, for the
-//     nemeses to aim at.
+//   - rebalance.go: the rebalance nemesis, which grows the partition
+//     groups and moves buckets through the management API while faults
+//     hit the members, and checks at the end that the cluster did what
+//     it accepted (RebalanceReport).
+//   - probe.go, cluster.go: the per-member probes that measure failover
+//     (following the partition table when buckets move), and who leads
+//     what, read from the management views, for the nemeses to aim at.
 //   - watch.go: the run's watcher of each region's workload keys, live
 //     before the load and given time to catch up after it, and its
 //     verdict (WatchReport) from model.CheckWatch.

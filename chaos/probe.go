@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -27,9 +28,15 @@ type Prober struct {
 	P       int // partition groups
 	Clock   time.Time
 	Timeout time.Duration // 500ms when zero: a finer clock than the workload's 3s
+	// Moves: buckets move between partition groups and groups are added
+	// during the run, so the probes follow the partition table (read from
+	// the members every second): each group is probed with a key of a
+	// bucket it owns, new groups too.
+	Moves bool
 
 	mu    sync.Mutex
 	probe []probeOp
+	owns  map[uint64]int // with Moves: a bucket each group owns
 }
 
 type probeOp struct {
@@ -52,6 +59,15 @@ func (p *Prober) probeKey(m int, g uint64) string {
 	}
 }
 
+// bucketKey is a key of bucket b written through member m.
+func bucketKey(m, b int) string {
+	for s := 0; ; s++ {
+		if k := fmt.Sprintf("p%d-b%d-%d", m, b, s); partition.Bucket(k) == b {
+			return k
+		}
+	}
+}
+
 // Run probes until ctx ends.
 func (p *Prober) Run(ctx context.Context) {
 	if p.Timeout == 0 {
@@ -68,6 +84,15 @@ func (p *Prober) Run(ctx context.Context) {
 		}
 	}
 	var wg sync.WaitGroup
+	moves := p.Moves && p.Region.Partitioned
+	if moves {
+		p.owns = map[uint64]int{}
+		for _, g := range groups {
+			p.owns[g] = partition.BucketsOf(g, p.P)[0]
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); p.followTable(ctx) }()
+	}
 	for m := range p.URLs {
 		wg.Add(1)
 		go func() {
@@ -78,12 +103,17 @@ func (p *Prober) Run(ctx context.Context) {
 			for i, g := range groups {
 				keys[i] = p.probeKey(m, g)
 			}
+			byBucket := map[int]string{}
 			for n := 0; ctx.Err() == nil; n++ {
 				i := n % len(groups)
+				g, key := groups[i], keys[i]
+				if moves {
+					g, key = p.target(n, m, byBucket)
+				}
 				call := time.Since(p.Clock)
-				ok, refused := p.write(ctx, hc, p.URLs[m], keys[i], n)
+				ok, refused := p.write(ctx, hc, p.URLs[m], key, n)
 				p.mu.Lock()
-				p.probe = append(p.probe, probeOp{member: p.Names[m], group: groups[i], call: call, ret: time.Since(p.Clock), ok: ok})
+				p.probe = append(p.probe, probeOp{member: p.Names[m], group: g, call: call, ret: time.Since(p.Clock), ok: ok})
 				p.mu.Unlock()
 				if refused {
 					time.Sleep(50 * time.Millisecond)
@@ -92,6 +122,60 @@ func (p *Prober) Run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// target is, with Moves, the n-th probe's group (of those the table
+// had when last read) and a key of a bucket it owned then.
+func (p *Prober) target(n, m int, byBucket map[int]string) (uint64, string) {
+	p.mu.Lock()
+	gs := slices.Sorted(maps.Keys(p.owns))
+	g := gs[n%len(gs)]
+	b := p.owns[g]
+	p.mu.Unlock()
+	k, ok := byBucket[b]
+	if !ok {
+		k = bucketKey(m, b)
+		byBucket[b] = k
+	}
+	return g, k
+}
+
+// followTable reads the partition table every second from every member
+// into owns, when a majority of them show the same owners (a member cut
+// off shows an old table).
+func (p *Prober) followTable(ctx context.Context) {
+	hc := &http.Client{Timeout: time.Second}
+	defer hc.CloseIdleConnections()
+	for ctx.Err() == nil {
+		votes := map[string]int{}
+		tables := map[string]map[uint64]int{}
+		for _, u := range p.URLs {
+			var pv partitionsView
+			if getJSON(ctx, hc, u+"/management/v1/partitions", &pv) != nil {
+				continue
+			}
+			owns := map[uint64]int{}
+			for _, g := range pv.Groups {
+				if len(g.Buckets) > 0 {
+					owns[g.Group] = slices.Min(g.Buckets)
+				}
+			}
+			k := fmt.Sprint(owns) // fmt sorts map keys
+			votes[k]++
+			tables[k] = owns
+		}
+		for k, n := range votes {
+			if 2*n > len(p.URLs) && len(tables[k]) > 0 {
+				p.mu.Lock()
+				p.owns = tables[k]
+				p.mu.Unlock()
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (p *Prober) write(ctx context.Context, hc *http.Client, base, key string, n int) (ok, refused bool) {
@@ -117,16 +201,31 @@ func (p *Prober) write(ctx context.Context, hc *http.Client, base, key string, n
 // that got through); the slowest, the time until every group the member
 // led took writes again, gives FailoverEvery and its quantiles. A fault
 // after which some group never took a write again counts in Unrecovered
-// (and in NoRecovery when none did).
+// (and in NoRecovery when none did). With Moves, groups no probe wrote
+// to before the fault are left out.
 func (p *Prober) Failover(rr *RegionReport, faults []FaultEvent) {
 	p.mu.Lock()
 	ops := slices.Clone(p.probe)
 	p.mu.Unlock()
+	// With Moves a group is measured only when the probes wrote to it
+	// before the fault: a group just added owns no bucket yet and is not
+	// probed, and its first write would be the first bucket moving in,
+	// not a failover.
+	probed := map[uint64]time.Duration{}
+	for _, op := range ops {
+		if at, ok := probed[op.group]; !ok || op.call < at {
+			probed[op.group] = op.call
+		}
+	}
+	measured := func(g uint64, at time.Duration) bool {
+		first, ok := probed[g]
+		return !p.Moves || ok && first < at
+	}
 	var first []time.Duration
 	for _, f := range faults {
 		groups := map[uint64]time.Duration{}
 		for _, g := range f.Led {
-			if p.Region.Partitioned == (g != 0) {
+			if measured(g, f.At) && p.Region.Partitioned == (g != 0) {
 				groups[g] = -1
 			}
 		}

@@ -18,6 +18,9 @@ import (
 func (r Report) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s on %s, %v, %d faults, %d elections", r.Scenario, r.Backend, r.Duration, len(r.Faults), r.Elections)
+	if r.Rebalance != nil {
+		fmt.Fprintf(&b, "\n  rebalance: %s", r.Rebalance.Summary())
+	}
 	for _, rr := range r.Regions {
 		fmt.Fprintf(&b, "\n  %-7s ops %6d  definite %6d  unknown %4d  refused %4d  availability %5.1f%%  failover first group p50 %v max %v, every group p50 %v p99 %v max %v (%d faults, %d without recovery, %d with a group never back)  ledger %d acked %d lost  diverged %d  verdict %s (checked in %v)",
 			rr.Region, rr.Ops, rr.Definite, rr.Unknown, rr.Refused, 100*rr.Availability,
@@ -248,5 +251,81 @@ func Tables(reports []Report) string {
 			k.scenario, backend, k.region, strings.Join(lengths, ", "), a.ok, a.runs, a.ops, avail, failover, every,
 			a.failovers, a.noRecovery, float64(a.elections)/float64(a.runs), a.acked, a.lost, watch, checkTime, verdict)
 	}
+	moveTable(&b, reports)
 	return b.String()
+}
+
+// moveTable renders, when some runs moved buckets (the rebalance
+// nemesis), what they asked for and what moved: one row per scenario
+// and backend.
+func moveTable(b *strings.Builder, reports []Report) {
+	type key struct {
+		scenario, backend string
+		concurrent        int
+	}
+	type agg struct {
+		runs, ok                                    int
+		before, after, asked                        []int
+		patches, patchesOK, posts, postsOK, refused int
+		ops, errored, moved, inFaults               int
+		faults, faultsInMoves, faultsWithMoves      int
+		settled                                     time.Duration
+	}
+	aggs := map[key]*agg{}
+	var order []key
+	for _, r := range reports {
+		rb := r.Rebalance
+		if rb == nil {
+			continue
+		}
+		k := key{r.Scenario, r.Backend, max(r.Concurrent, 1)}
+		a := aggs[k]
+		if a == nil {
+			a = &agg{}
+			aggs[k] = a
+			order = append(order, k)
+		}
+		a.runs++
+		if r.OK() {
+			a.ok++
+		}
+		a.before, a.after, a.asked = append(a.before, rb.GroupsBefore), append(a.after, rb.GroupsAfter), append(a.asked, rb.GroupsAsked)
+		a.patches += rb.Patches
+		a.patchesOK += rb.PatchesAccepted
+		a.posts += rb.Posts
+		a.postsOK += rb.PostsAccepted
+		a.refused += rb.Refusals
+		a.ops += rb.Operations
+		a.errored += len(rb.Errored)
+		a.moved += rb.BucketsMoved
+		a.inFaults += rb.MovedInFaults
+		a.faults += rb.Faults
+		a.faultsInMoves += rb.FaultsInMoves
+		a.faultsWithMoves += rb.FaultsWithMoves
+		a.settled = max(a.settled, rb.Settled)
+	}
+	if len(order) == 0 {
+		return
+	}
+	span := func(v []int) string {
+		lo, hi := slices.Min(v), slices.Max(v)
+		if lo == hi {
+			return fmt.Sprint(lo)
+		}
+		return fmt.Sprintf("%d-%d", lo, hi)
+	}
+	b.WriteString("\nBucket moves (the runs that grew the partition groups under faults):\n\n")
+	b.WriteString("| scenario | backend | runs | passed | partition groups: before → after (asked) | PATCH / POST accepted | attempts refused | operations (ERROR) | buckets moved (per run) | moved during faults | faults: in all / while moving / moves completed | settled after heal (max) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range order {
+		a := aggs[k]
+		backend := k.backend
+		if k.concurrent > 1 {
+			backend = fmt.Sprintf("%s, %d at once", k.backend, k.concurrent)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %d/%d | %s → %s (%s) | %d/%d / %d/%d | %d | %d (%d) | %d (%.0f) | %d | %d / %d / %d | %v |\n",
+			k.scenario, backend, a.runs, a.ok, a.runs, span(a.before), span(a.after), span(a.asked),
+			a.patchesOK, a.patches, a.postsOK, a.posts, a.refused, a.ops, a.errored, a.moved, float64(a.moved)/float64(a.runs),
+			a.inFaults, a.faults, a.faultsInMoves, a.faultsWithMoves, a.settled.Round(100*time.Millisecond))
+	}
 }

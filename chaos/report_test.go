@@ -247,3 +247,72 @@ func TestWatchVerdictFailsRun(t *testing.T) {
 		t.Errorf("tables lack %q:\n%s", want, doc)
 	}
 }
+
+// TestRebalanceSettledAndTable: the rebalance nemesis's end check names
+// each reason the table is not settled (groups missing, an operation in
+// progress, a leaderless group, uneven buckets) and none when it is; runs
+// with a rebalance report get a bucket-moves table, others none.
+func TestRebalanceSettledAndTable(t *testing.T) {
+	var pv partitionsView
+	pv.PartitionGroups = 4
+	for g, n := range []int{28, 28, 29, 27} {
+		pv.Groups = append(pv.Groups, struct {
+			Group   uint64 `json:"group"`
+			Buckets []int  `json:"buckets"`
+			Leader  string `json:"leader"`
+			Term    uint64 `json:"term"`
+		}{Group: uint64(g + 1), Buckets: make([]int, n), Leader: "n1"})
+	}
+	if why := settledWhy(pv, 4, nil); !strings.Contains(why, "buckets per group [28 28 29 27]") {
+		t.Errorf("uneven buckets: %q", why)
+	}
+	pv.Groups[3].Buckets = make([]int, 28)
+	if why := settledWhy(pv, 4, nil); why != "" {
+		t.Errorf("settled table: %q", why)
+	}
+	pv.Groups[0].Leader = ""
+	why := settledWhy(pv, 6, []string{"op-1"})
+	for _, want := range []string{"4 partition groups, 6 asked for", "in progress: op-1", "group 1 has no leader"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("%q lacks %q", why, want)
+		}
+	}
+
+	plain := Report{Scenario: "none", Backend: "proc", Regions: []RegionReport{{Region: "chaosp", Verdict: "ok"}}}
+	if strings.Contains(Tables([]Report{plain}), "Bucket moves") {
+		t.Errorf("a bucket-moves table without rebalance runs")
+	}
+	rb := Report{Scenario: "rebalance", Backend: "proc", Regions: []RegionReport{{Region: "chaosp", Verdict: "ok"}},
+		Rebalance: &RebalanceReport{GroupsBefore: 3, GroupsAsked: 12, GroupsAfter: 12, Patches: 7, PatchesAccepted: 6, Posts: 1, PostsAccepted: 1,
+			Refusals: 2, Operations: 8, Succeeded: 7, Errored: []string{"x: abandoned"}, BucketsMoved: 80, MovedInFaults: 30, Faults: 6, FaultsInMoves: 5, FaultsWithMoves: 4, Settled: 3 * time.Second}}
+	rb2 := rb
+	rb2.Rebalance = &RebalanceReport{GroupsBefore: 3, GroupsAsked: 10, GroupsAfter: 10, BucketsMoved: 70, Faults: 5}
+	got := Tables([]Report{plain, rb, rb2})
+	if !strings.Contains(got, "| rebalance | proc | 2 | 2/2 | 3 → 10-12 (10-12) | 6/7 / 1/1 | 2 | 8 (1) | 150 (75) | 30 | 11 / 5 / 4 | 3s |") {
+		t.Errorf("bucket-moves table:\n%s", got)
+	}
+}
+
+// TestFailoverWithMovesSkipsUnprobedGroups: with moves, a group the
+// probes had not written to before the fault (added, no bucket yet) is
+// not measured: its first write is a bucket moving in, not a failover.
+func TestFailoverWithMovesSkipsUnprobedGroups(t *testing.T) {
+	s := time.Second
+	p := &Prober{Region: backend.RegionSpec{Name: "p", Partitioned: true}, P: 3, Moves: true}
+	p.probe = []probeOp{
+		{member: "n2", group: 5, call: s / 2, ret: s / 2, ok: true},
+		{member: "n2", group: 5, call: 2 * s, ret: 2 * s, ok: true},   // group 5 back 1 s after the fault
+		{member: "n3", group: 6, call: 18 * s, ret: 18 * s, ok: true}, // group 6's first bucket, 17 s later
+	}
+	var rr RegionReport
+	p.Failover(&rr, []FaultEvent{{At: s, Kind: "isolate", Target: "n1", Led: []uint64{5, 6}}})
+	if rr.Failovers != 1 || rr.Unrecovered != 0 || !slices.Equal(rr.FailoverEvery, []time.Duration{s}) {
+		t.Errorf("%+v: want one failover, every group back after 1s", rr)
+	}
+	p.Moves = false
+	rr = RegionReport{}
+	p.Failover(&rr, []FaultEvent{{At: s, Kind: "isolate", Target: "n1", Led: []uint64{5, 6}}})
+	if !slices.Equal(rr.FailoverEvery, []time.Duration{17 * s}) {
+		t.Errorf("without moves every group counts: %v, want [17s]", rr.FailoverEvery)
+	}
+}

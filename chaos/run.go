@@ -34,6 +34,11 @@ type Scenario struct {
 	// NeedsPowerFaults: the scenario cuts members' power, which only the
 	// process backend can (backend.Cluster.PowerFaults).
 	NeedsPowerFaults bool
+	// Moves: the scenario moves buckets between partition groups and adds
+	// groups, so the workload keeps each family in one bucket and the
+	// probes follow the partition table (workload.Clients.Moves,
+	// Prober.Moves).
+	Moves bool
 }
 
 // RunConfig is one run of one scenario.
@@ -116,6 +121,9 @@ type Report struct {
 	Elections  uint64         `json:"elections"` // growth of the sum of all groups' terms
 	Regions    []RegionReport `json:"regions"`
 	Errors     []string       `json:"errors,omitempty"`
+	// Rebalance is what the rebalance nemesis asked for and saw; only its
+	// runs have it.
+	Rebalance *RebalanceReport `json:"rebalance,omitempty"`
 }
 
 // OK reports whether the run proved what it should: every history
@@ -146,6 +154,8 @@ type Run struct {
 	events []FaultEvent
 	cycle  int
 	errs   []string
+	// rebalance is the rebalance nemesis's report, when it runs.
+	rebalance *RebalanceReport
 }
 
 // Logf logs a line with the run's clock.
@@ -448,9 +458,9 @@ func Execute(cfg RunConfig) Report {
 		runs = append(runs, &regionRun{
 			spec:   spec,
 			hist:   h,
-			wl:     &workload.Clients{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Concurrency: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
+			wl:     &workload.Clients{Region: spec.Name, Partitioned: spec.Partitioned, Groups: before.P, Moves: cfg.Scenario.Moves, Concurrency: cfg.Clients, URLs: urls, Names: names, History: h, Values: values, StaleReads: cfg.StaleReads},
 			ledger: &workload.Ledger{Region: spec.Name, URLs: urls, Names: names},
-			prober: &Prober{Region: spec, URLs: urls, Names: names, P: before.P, Clock: r.start},
+			prober: &Prober{Region: spec, URLs: urls, Names: names, P: before.P, Clock: r.start, Moves: cfg.Scenario.Moves},
 			watch:  newWatcher(cfg, spec, k%b.Size(), urls, names, h, r.Logf),
 		})
 	}
@@ -508,6 +518,7 @@ func Execute(cfg RunConfig) Report {
 	r.mu.Lock()
 	rep.Faults = r.events
 	rep.Errors = append(rep.Errors, r.errs...)
+	rep.Rebalance = r.rebalance
 	r.mu.Unlock()
 	for k, rr := range runs {
 		rr.prober.Failover(&rep.Regions[k], rep.Faults)

@@ -28,6 +28,7 @@ func Scenarios() []Scenario {
 		{Name: "power-loss", Doc: "cut the power of one member (alternately the leader and a random member): SIGKILL, and its file system loses every write and directory change it had not fsynced; restart it 5 s later", Nemesis: powerLoss, NeedsPowerFaults: true},
 		{Name: "power-loss-all", Doc: "cut the power of every member at once, restart all; no acknowledged write may be lost (a quorum fsynced it)", Nemesis: powerLossAll, NeedsPowerFaults: true},
 		{Name: "random", Doc: "every 2-5 s a random fault (kill, pause, isolate, one-way cut, 200 ms delay) on a random member, one member at a time", Nemesis: randomFaults},
+		{Name: "rebalance", Doc: "every 1.5-3 s grow the partition groups by one or two (PATCH /management/v1/partitions, from 3 up to 12) or start a rebalance (POST, one time in four and at the cap), and while buckets move (or, one time in three, with the request sent during it) one fault on a random member (SIGKILL and restart, SIGSTOP/SIGCONT, or isolation) held 2-5 s; a refused request is logged, not a failure, but once healed the table must have the groups last accepted, no operation may stay IN_PROGRESS and the buckets must be even within 60 s", Nemesis: rebalanceFaults, Moves: true},
 	}
 }
 

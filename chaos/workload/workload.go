@@ -25,8 +25,9 @@ import (
 // and queries on a few families of keys of one region, each operation
 // through a member chosen at random, every one recorded in History. A
 // family's keys are in one Raft group (model.FamilyOf; on a partitioned
-// region family f is placed in partition group 1 + f mod Groups), which
-// is what the model's per-family check needs.
+// region family f is placed in partition group 1 + f mod Groups, and with
+// Moves its keys share a bucket), which is what the model's per-family
+// check needs.
 type Clients struct {
 	Region string
 	// Families of FamilySize keys each; 8 and 2 when zero. Porcupine's
@@ -41,6 +42,12 @@ type Clients struct {
 	// (the run has failed already: the cluster never named its groups).
 	Partitioned bool
 	Groups      int
+	// Moves: buckets move between partition groups during the run (the
+	// rebalance nemesis), so the table of Groups groups holds only at the
+	// start. A family's keys then share one bucket, which moves whole, and
+	// a request counts as one Raft command (model.Input.OneGroup) only
+	// when all its keys are in one bucket.
+	Moves       bool
 	Concurrency int           // concurrent clients; 6 when zero
 	Timeout     time.Duration // a client gives up on a request after this; 3s when zero
 	// URLs are the members' REST base URLs; Names their node names.
@@ -80,7 +87,8 @@ var opWeights = [...]int{model.Get: 20, model.Put: 13, model.PutIfAbsent: 10, mo
 
 // families are the workload's keys, family by family: "f<family>-<key>",
 // and on a partitioned region "-<n>" with the first n that puts the key in
-// the family's group.
+// the family's group (with Moves: the first key in the family's group,
+// the others in the first key's bucket).
 func (w *Clients) families() [][]string {
 	w.famOnce.Do(func() {
 		nf, size := w.Families, w.FamilySize
@@ -97,7 +105,12 @@ func (w *Clients) families() [][]string {
 				if w.Partitioned && w.Groups > 0 {
 					g := uint64(1 + f%w.Groups)
 					for n := 0; ; n++ {
-						if key = fmt.Sprintf("f%d-%d-%d", f, j, n); partition.GroupForKey(key, w.Groups) == g {
+						key = fmt.Sprintf("f%d-%d-%d", f, j, n)
+						if j > 0 && w.Moves {
+							if partition.Bucket(key) == partition.Bucket(keys[0]) {
+								break
+							}
+						} else if partition.GroupForKey(key, w.Groups) == g {
 							break
 						}
 					}
@@ -119,13 +132,20 @@ func (w *Clients) KeyNames() []string {
 	return out
 }
 
-// oneGroup reports whether keys are all in one Raft group.
+// oneGroup reports whether keys are all in one Raft group (with Moves:
+// in one bucket, the only keys surely in one group whatever has moved).
 func (w *Clients) oneGroup(keys []string) bool {
 	if !w.Partitioned {
 		return true
 	}
+	where := func(k string) uint64 {
+		if w.Moves {
+			return uint64(partition.Bucket(k))
+		}
+		return partition.GroupForKey(k, w.Groups)
+	}
 	for _, k := range keys[1:] {
-		if partition.GroupForKey(k, w.Groups) != partition.GroupForKey(keys[0], w.Groups) {
+		if where(k) != where(keys[0]) {
 			return false
 		}
 	}

@@ -41,6 +41,24 @@ func TestFamiliesLandInOneGroup(t *testing.T) {
 	}
 }
 
+// TestFamiliesWithMoves: when buckets move, a family's keys share a
+// bucket (in the family's group at the start), and only requests within
+// one bucket count as one Raft command.
+func TestFamiliesWithMoves(t *testing.T) {
+	w := &Clients{Partitioned: true, Groups: 3, Moves: true}
+	fams := w.families()
+	for f, keys := range fams {
+		for _, k := range keys {
+			if partition.Bucket(k) != partition.Bucket(keys[0]) || partition.GroupForKey(k, 3) != uint64(1+f%3) {
+				t.Errorf("key %s of family %d: bucket %d (first key's %d), group %d", k, f, partition.Bucket(k), partition.Bucket(keys[0]), partition.GroupForKey(k, 3))
+			}
+		}
+	}
+	if !w.oneGroup(fams[0]) || w.oneGroup([]string{fams[0][0], fams[3][1]}) {
+		t.Errorf("oneGroup with moves: a family is one bucket; families 0 and 3 share a group at the start, not a bucket")
+	}
+}
+
 // TestMultiKeyInputs: multi-key requests name distinct keys with a value
 // (and an expected value for CAS) each, at least two for a write.
 func TestMultiKeyInputs(t *testing.T) {

@@ -182,8 +182,15 @@ if ((GROWTH)); then
   sleep 20
   joined=$(date +%s.%N)
   for i in 4 5 6; do member "$i" 3 "$(joinlist 6)"; done
-  ended=""
+  ended="" readyAt=""
   while kill -0 "$lg" 2>/dev/null; do
+    if [[ -z $readyAt ]]; then
+      r=1
+      for i in 4 5 6; do
+        [[ "$(curl -s -m 1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((19100 + i))/readyz")" == 200 ]] || r=0
+      done
+      ((r)) && readyAt=$(date +%s.%N)
+    fi
     if [[ -z $ended ]] && curl -s http://127.0.0.1:19101/management/v1/operations/rebalances | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["result"]
@@ -193,9 +200,10 @@ sys.exit(0 if d and all(r["operationStatus"] != "IN_PROGRESS" for r in d) and an
     sleep 0.5
   done
   wait "$lg" || true
-  python3 - "$WORK/growth.jsonl" "$start" "$joined" "${ended:-0}" "$GROWTH_TSV" <<'EOF' | tee -a "$OUT" "$WORK/out.txt"
+  python3 - "$WORK/growth.jsonl" "$start" "$joined" "${ended:-0}" "$GROWTH_TSV" "${readyAt:-0}" <<'EOF' | tee -a "$OUT" "$WORK/out.txt"
 import json, sys
 rows, start, joined, ended, tsv = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+ready = float(sys.argv[6])
 with open(tsv, "w") as out:
     out.write(f"# joined\t{joined - start:.1f}\n# rebalanced\t{(ended - start) if ended else -1:.1f}\n")
     for line in open(rows):
@@ -203,7 +211,7 @@ with open(tsv, "w") as out:
         p = json.loads(j)
         out.write(f"{float(t) - start:.1f}\t{p['ops_per_sec']:.0f}\t{p['errors']}\n")
         print(f"  t={float(t) - start:5.1f}s  {p['ops_per_sec']:6.0f} writes/s  p99 {p['latency_ms']['p99']:5.0f} ms  errors {p['errors']}")
-print(f"  members 4-6 started at {joined - start:.1f}s; " + (f"the rebalance ended at {ended - start:.1f}s" if ended else "no rebalance ended during the run"))
+print(f"  members 4-6 started at {joined - start:.1f}s, " + (f"all three ready at {ready - start:.1f}s; " if ready else "not all ready during the run; ") + (f"the rebalance ended at {ended - start:.1f}s" if ended else "no rebalance ended during the run"))
 EOF
   stop_all
 fi

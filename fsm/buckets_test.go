@@ -209,6 +209,21 @@ func TestBucketAbandon(t *testing.T) {
 	if res := dst.apply(step(codec.BucketAdopt, b, move)); !errors.Is(res.Err, region.ErrInvalid) {
 		t.Errorf("an adopt after the abandon: %v", res.Err)
 	}
+	// A former control leader's mover, still running, sends the seal of
+	// the abandoned move late: refused, and the bucket takes writes.
+	// Likewise when the abandon's unseal came before the move ever
+	// sealed (a move abandoned during its copy). A new move seals.
+	if res := src.apply(step(codec.BucketSeal, b, move)); !errors.Is(res.Err, region.ErrInvalid) {
+		t.Errorf("a late seal of the abandoned move: %v", res.Err)
+	}
+	src.must(step(codec.BucketUnseal, b, move+1))
+	if res := src.apply(step(codec.BucketSeal, b, move+1)); !errors.Is(res.Err, region.ErrInvalid) {
+		t.Errorf("a late seal of a move abandoned before it sealed: %v", res.Err)
+	}
+	if res := src.apply(codec.Command{Op: codec.OpPut, Region: "p", RegionID: 5, Entries: entries(mine[0], `{"v":4}`)}); res.Err != nil {
+		t.Errorf("a write to S after the late seals: %v", res.Err)
+	}
+	src.must(step(codec.BucketSeal, b, move+2))
 }
 
 // TestBucketsGeneratedKeys: an explicit group generates keys of the

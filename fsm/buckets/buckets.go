@@ -127,6 +127,11 @@ func (s *Set) Step(action codec.BucketAction, b uint64, move uint64) (drop bool,
 	switch action {
 	case codec.BucketSeal:
 		switch {
+		case *st == Owned && *mv == move:
+			// Unsealed by this move already: it was abandoned (a former
+			// control leader's mover, still running, must not seal it
+			// again behind the new leader's back).
+			ok = false
 		case *st == Owned:
 			*st, *mv = Sealed, move
 		case *st != Sealed || *mv != move:
@@ -136,7 +141,9 @@ func (s *Set) Step(action codec.BucketAction, b uint64, move uint64) (drop bool,
 		switch {
 		case *st == Sealed && *mv == move:
 			*st = Owned
-		case *st != Owned:
+		case *st == Owned:
+			*mv = move // remembered: a late seal of this move is refused
+		default:
 			ok = false
 		}
 	case codec.BucketExpect:

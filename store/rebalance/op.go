@@ -34,6 +34,10 @@ const (
 // operation ends in ERROR (each is planned again after a pause).
 const maxMoveFailures = 5
 
+// leadCheck is how often a running round checks that this member still
+// leads the control group.
+const leadCheck = 100 * time.Millisecond
+
 // Operation is a rebalance's record.
 type Operation struct {
 	ID     string    `json:"id"`
@@ -195,8 +199,27 @@ func (r *Runner) Run(ctx context.Context, interval time.Duration) {
 }
 
 // round settles the moves a former leader left, then runs the oldest
-// operation in progress.
+// operation in progress, for as long as this member leads: a mover that
+// went on after its leadership ended would race the next leader's (which
+// abandons or finishes what it finds), so its steps stop with it.
 func (r *Runner) round(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(leadCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !r.leads() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	if !r.resumed {
 		if t, _, err := r.mover.Table(ctx); err != nil || len(t.Moves) > 0 {
 			if err == nil {

@@ -416,6 +416,7 @@ func (m *Mover) Resume(ctx context.Context) error {
 			m.logger.Info("finished a bucket move a former leader began", "bucket", mv.Bucket, "from", mv.From, "to", mv.To)
 			continue
 		}
+		m.logger.Info("abandoning a bucket move a former leader left", "bucket", mv.Bucket, "from", mv.From, "to", mv.To)
 		m.abandon(ctx, mv)
 	}
 	return nil

@@ -226,7 +226,7 @@ func (r *Runner) round(ctx context.Context) {
 				err = r.mover.Resume(ctx)
 			}
 			if err != nil {
-				r.logger.Debug("settling the bucket moves left: not yet", "error", err)
+				r.logger.Warn("settling the bucket moves a former leader left: not yet", "error", err)
 				return
 			}
 		}

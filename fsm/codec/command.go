@@ -447,6 +447,9 @@ func decodeBucket(d *decoder, op Op) (Command, error) {
 		if c.BucketAction == BucketAdopt && d.err == nil && d.remaining() > 0 {
 			c.From = d.uvarint("source group", "")
 			c.FromIndex = d.uvarint("release index", "")
+			if d.err == nil && c.From == 0 {
+				d.fail("an adopt's fence names group 0: one without a source has no fence")
+			}
 		}
 		return c, d.finish()
 	}
@@ -464,7 +467,11 @@ func decodeBucket(d *decoder, op Op) (Command, error) {
 		}
 	}
 	if d.err == nil && d.remaining() > 0 {
-		if n := d.count("dropped key", 1); n > 0 {
+		n := d.count("dropped key", 1)
+		if d.err == nil && n == 0 {
+			d.fail("an empty list of keys to drop: an import without one has none")
+		}
+		if n > 0 {
 			c.Keys = make([]string, n)
 			for i := range c.Keys {
 				c.Keys[i] = d.str("dropped key")

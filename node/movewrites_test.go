@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
 
@@ -70,24 +68,7 @@ func TestWritesDuringMovesAreKept(t *testing.T) {
 		done <- ops
 	}()
 
-	r := nodetest.MustCall(t, n, "PATCH", "/management/v1/partitions", `{"groups":8}`, 202)
-	var op struct {
-		Links struct {
-			Self string `json:"self"`
-		} `json:"links"`
-	}
-	if err := json.Unmarshal([]byte(r.Body), &op); err != nil {
-		t.Fatal(err)
-	}
-	var moved string
-	waitfor.Cond(t, 3*time.Minute, "the rebalance to succeed", func() bool {
-		r := nodetest.Call(t, n, "GET", op.Links.Self, "")
-		if strings.Contains(r.Body, `"operationStatus":"ERROR"`) {
-			t.Fatalf("the rebalance failed: %s", r.Body)
-		}
-		moved = r.Body
-		return strings.Contains(r.Body, `"operationStatus":"SUCCESS"`)
-	})
+	moved := growAndWait(t, n, 8)
 	stop.Store(true)
 	ops := <-done
 	t.Logf("%d writes and deletes during the rebalance (%d uncertain): %s", ops, len(uncertain), moved)

@@ -76,6 +76,23 @@ func growGroups(t *testing.T, n *node.Node, groups int) string {
 	return started.Links.Self
 }
 
+// growAndWait grows n's cluster to groups partition groups and waits for
+// the rebalance to end in SUCCESS (ERROR fails the test); it returns the
+// operation's record as the API answered it last.
+func growAndWait(t *testing.T, n *node.Node, groups int) string {
+	t.Helper()
+	self := growGroups(t, n, groups)
+	var body string
+	waitfor.Cond(t, 3*time.Minute, "the rebalance to succeed", func() bool {
+		body = nodetest.Call(t, n, "GET", self, "").Body
+		if strings.Contains(body, `"operationStatus":"ERROR"`) {
+			t.Fatalf("the rebalance failed: %s", body)
+		}
+		return strings.Contains(body, `"operationStatus":"SUCCESS"`)
+	})
+	return body
+}
+
 // rebalanceOp is what the tests read of an operation's record.
 type rebalanceOp struct {
 	Status string `json:"operationStatus"`

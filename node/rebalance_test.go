@@ -7,11 +7,8 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 )
@@ -51,22 +48,7 @@ func TestBackupAfterARebalanceRestores(t *testing.T) {
 	a := src.Nodes["a"]
 	seedData(t, a, 200)
 
-	r := nodetest.MustCall(t, a, "PATCH", "/management/v1/partitions", `{"groups":6}`, 202)
-	var started struct {
-		Links struct {
-			Self string `json:"self"`
-		} `json:"links"`
-	}
-	if err := json.Unmarshal([]byte(r.Body), &started); err != nil {
-		t.Fatal(err)
-	}
-	waitfor.Cond(t, 2*time.Minute, "the rebalance to succeed", func() bool {
-		r := nodetest.Call(t, a, "GET", started.Links.Self, "")
-		if strings.Contains(r.Body, `"operationStatus":"ERROR"`) {
-			t.Fatalf("the rebalance failed: %s", r.Body)
-		}
-		return strings.Contains(r.Body, `"operationStatus":"SUCCESS"`)
-	})
+	growAndWait(t, a, 6)
 	groups, moved := owners(t, a)
 	if groups != 6 || len(moved[5]) == 0 || len(moved[6]) == 0 {
 		t.Fatalf("after the rebalance: %d groups, owners %v; want 6 with buckets in groups 5 and 6", groups, moved)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
 	"github.com/kvnode/kvnode/partition"
@@ -140,22 +139,7 @@ func TestWatchKeepsKeyOrderAcrossMoves(t *testing.T) {
 	for seq := 1; seq <= rounds; seq++ {
 		put(seq)
 	}
-	r := nodetest.MustCall(t, n, "PATCH", "/management/v1/partitions", `{"groups":8}`, 202)
-	var op struct {
-		Links struct {
-			Self string `json:"self"`
-		} `json:"links"`
-	}
-	if err := json.Unmarshal([]byte(r.Body), &op); err != nil {
-		t.Fatal(err)
-	}
-	waitfor.Cond(t, 2*time.Minute, "the rebalance to succeed", func() bool {
-		r := nodetest.Call(t, n, "GET", op.Links.Self, "")
-		if strings.Contains(r.Body, `"operationStatus":"ERROR"`) {
-			t.Fatalf("the rebalance failed: %s", r.Body)
-		}
-		return strings.Contains(r.Body, `"operationStatus":"SUCCESS"`)
-	})
+	growAndWait(t, n, 8)
 	if groups, owners := owners(t, n); groups != 8 || len(owners[8]) == 0 {
 		t.Fatalf("after the rebalance: %d groups, owners %v; want 8 with buckets in group 8", groups, owners)
 	}

@@ -47,9 +47,12 @@ type Config struct {
 	// AutoRebalance (--auto-rebalance) evens the buckets out whenever
 	// they are uneven over the partition groups.
 	AutoRebalance bool
-	// RebalanceRate (--rebalance-rate) bounds the bytes a bucket move
-	// copies a second (0: no bound).
-	RebalanceRate     int64
+	// RebalanceRate (--rebalance-rate) bounds the bytes the bucket moves
+	// copy a second, together (0: no bound).
+	RebalanceRate int64
+	// RebalanceMoves (--rebalance-moves) is how many bucket moves a
+	// rebalance runs at once, each between groups no other one uses.
+	RebalanceMoves    int
 	ReplicationFactor int
 	LogLevel          string
 	LogFormat         string
@@ -146,6 +149,13 @@ const DefaultCatchUpTimeout = 5 * time.Minute
 // (docs/performance.md, "A bucket's move under load").
 const DefaultRebalanceRate = 4 << 20
 
+// DefaultRebalanceMoves is --rebalance-moves' default: a move of a small
+// bucket spends its time waiting on its two groups' logs, so moves between
+// distinct groups overlap; a cluster grown from 3 to 6 members has three
+// groups to move out of and three to move into (docs/performance.md,
+// "Growth").
+const DefaultRebalanceMoves = 4
+
 // Default is a working single-node cluster in ./kvdata on :8080.
 func Default() Config {
 	host, err := os.Hostname()
@@ -162,6 +172,7 @@ func Default() Config {
 		PartitionGroups:   4,
 		AutoRebalance:     true,
 		RebalanceRate:     DefaultRebalanceRate,
+		RebalanceMoves:    DefaultRebalanceMoves,
 		ReplicationFactor: 3,
 		LogLevel:          "info",
 		LogFormat:         "text",
@@ -259,6 +270,9 @@ func (c Config) Validate() error {
 	}
 	if c.RebalanceRate < 0 {
 		errs = append(errs, fmt.Errorf("--rebalance-rate %d: must be 0 (no bound) or positive", c.RebalanceRate))
+	}
+	if c.RebalanceMoves < 1 {
+		errs = append(errs, fmt.Errorf("--rebalance-moves %d: must be at least 1", c.RebalanceMoves))
 	}
 	if c.CatchUpTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--catch-up-timeout %v: must be positive (0: never removed)", c.CatchUpTimeout))

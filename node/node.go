@@ -253,7 +253,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	go expiry.Run(ctx, n.store.Router(), expiry.Interval, logger.With("component", "expiry"))
 	mover.Observer = n.metrics.Buckets()
 	auto := rebalance.Auto{Rebalance: cfg.AutoRebalance, Groups: cfg.PartitionGroupsAuto, Members: n.controlMembers}
-	go rebalance.NewRunner(rebalanceOps, mover, n.store.IsLeader, auto, logger.With("component", "rebalance")).Run(ctx, time.Second)
+	runner := rebalance.NewRunner(rebalanceOps, mover, n.store.IsLeader, auto, logger.With("component", "rebalance"))
+	runner.Parallel = cfg.RebalanceMoves
+	go runner.Run(ctx, time.Second)
 
 	api := rest.New(rest.Config{
 		Auth:            n.auth,

@@ -60,14 +60,18 @@ type Mover struct {
 	logger *slog.Logger
 	// Observer, when set, hears of every move that ends.
 	Observer Observer
-	// Rate bounds the bytes a move copies a second (0: as fast as the
-	// groups take them): a copy competes with the clients' writes for the
-	// same members' CPU and disks (--rebalance-rate).
+	// Rate bounds the bytes the moves copy a second, together (0: as fast
+	// as the groups take them): a copy competes with the clients' writes
+	// for the same members' CPU and disks (--rebalance-rate).
 	Rate int64
 
 	mu sync.Mutex
 	// inited are the groups this mover has made explicit.
 	inited map[uint64]bool
+	// due is when the bytes the moves copied so far are due at Rate: a
+	// page reserves its share of the rate after the pages before it, so
+	// moves running at once share the rate instead of each taking it.
+	due time.Time
 }
 
 // NewMover is a mover over store and pages.
@@ -149,10 +153,13 @@ func (m *Mover) explicit(ctx context.Context) (partition.Table, error) {
 	if f := m.store.Formats(); f < fsm.FormatBuckets {
 		return partition.Table{}, fmt.Errorf("moving buckets: %w: it needs every member to read format %d, one reads %d", region.ErrUpgradeInProgress, fsm.FormatBuckets, f)
 	}
-	t, err := m.update(ctx, func(t *partition.Table) error {
-		materialize(t)
-		return nil
-	})
+	t, _, err := m.Table(ctx)
+	if err == nil && t.Owners == nil {
+		t, err = m.update(ctx, func(t *partition.Table) error {
+			materialize(t)
+			return nil
+		})
+	}
 	if err != nil {
 		return t, err
 	}
@@ -279,7 +286,6 @@ func (m *Mover) copyBucket(ctx context.Context, mv partition.Move, st *Stats) er
 func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats) (history.Pos, error) {
 	var after regions.BucketEntry
 	var since history.Pos
-	start, copied := time.Now(), int64(0)
 	for first := true; ; first = false {
 		page, err := m.pages.BucketPage(ctx, mv.From, mv.Bucket, after, pageBytes)
 		if err != nil {
@@ -295,21 +301,30 @@ func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats) (hi
 			return since, nil
 		}
 		after = page.Entries[len(page.Entries)-1]
+		copied := 0
 		for _, e := range page.Entries {
-			copied += int64(len(e.Key) + len(e.Value))
+			copied += len(e.Key) + len(e.Value)
 		}
-		if err := m.pace(ctx, start, copied); err != nil {
+		if err := m.pace(ctx, copied); err != nil {
 			return since, err
 		}
 	}
 }
 
-// pace waits until copying copied bytes since start keeps to m.Rate.
-func (m *Mover) pace(ctx context.Context, start time.Time, copied int64) error {
+// pace waits until the copied bytes of a page, after every page that
+// any move copied before it, keep to m.Rate.
+func (m *Mover) pace(ctx context.Context, copied int) error {
 	if m.Rate <= 0 {
 		return nil
 	}
-	due := start.Add(time.Duration(float64(copied) / float64(m.Rate) * float64(time.Second)))
+	m.mu.Lock()
+	now := time.Now()
+	if m.due.Before(now) {
+		m.due = now // a rate unused while nothing copied is not saved up
+	}
+	m.due = m.due.Add(time.Duration(float64(copied) / float64(m.Rate) * float64(time.Second)))
+	due := m.due
+	m.mu.Unlock()
 	select {
 	case <-time.After(time.Until(due)):
 		return nil

@@ -21,7 +21,8 @@ import (
 // operation is a record in the control group's metadata (its status,
 // times and results), so any member answers for it and a new control
 // leader carries on an operation its predecessor began. The control
-// group's leader runs them, one at a time, oldest first (Runner).
+// group's leader runs them, one at a time, oldest first (Runner); an
+// operation runs up to Runner.Parallel of its moves at once.
 
 // The statuses of an operation, Geode's names.
 const (
@@ -155,6 +156,9 @@ type Runner struct {
 	resumed bool
 	// pause is the wait after a failed move, times the failures in a row.
 	pause time.Duration
+	// Parallel is how many bucket moves may run at once (each between
+	// groups no other uses; below 1: one) (--rebalance-moves).
+	Parallel int
 }
 
 // Auto says when a Runner starts a rebalance of its own.
@@ -297,43 +301,91 @@ func (r *Runner) run(ctx context.Context, op *Operation) error {
 			return err
 		}
 	}
+	return r.moveAll(ctx, op, before)
+}
+
+// moved is how one of a round's moves ended.
+type moved struct {
+	shift Shift
+	stats Stats
+	err   error
+}
+
+// moveAll moves buckets until they are even, up to r.Parallel at once,
+// each between two groups that no other running move uses: a move's cost
+// is mostly waiting on its groups' logs, so moves between distinct groups
+// overlap well, while two on one group would only queue on its leader.
+func (r *Runner) moveAll(ctx context.Context, op *Operation, before partition.Table) error {
+	parallel := max(r.Parallel, 1)
+	busy := map[uint64]bool{} // groups a running move uses
+	running := 0
+	done := make(chan moved, parallel)
 	failed := 0 // moves that failed in a row
+	var lastErr error
 	for {
-		if !r.leads() {
-			return fmt.Errorf("%w: this member no longer leads the control group", region.ErrNotLeader)
-		}
-		t, _, err := r.mover.Table(ctx)
-		if err != nil {
-			return err
-		}
-		plan := PlanBuckets(t)
-		if len(plan) == 0 {
-			op.LeadershipsMoved = leadersChanged(before, t)
-			return nil
-		}
-		s := plan[0]
-		st, err := r.mover.Move(ctx, s.Bucket, s.To)
-		if err != nil {
-			// A move fails when a group loses its leader, or another
-			// mover (a former control leader's) holds the bucket: it was
-			// abandoned, or is left to Resume. Plan again after a pause;
-			// only moves that keep failing end the operation.
-			if failed++; failed >= maxMoveFailures || ctx.Err() != nil || !r.leads() {
-				return err
+		if running == 0 && lastErr != nil {
+			// Every move that failed was abandoned, or is left to Resume:
+			// settle what is left, after a pause, then plan again. Only
+			// moves that keep failing end the operation.
+			if failed >= maxMoveFailures || ctx.Err() != nil || !r.leads() {
+				return lastErr
 			}
-			r.logger.Warn("a bucket move failed; planning again", "operation", op.ID, "bucket", s.Bucket, "attempt", failed, "error", err)
 			select {
 			case <-ctx.Done():
-				return err
+				return lastErr
 			case <-time.After(time.Duration(failed) * r.pause):
 			}
 			if err := r.mover.Resume(ctx); err != nil {
 				r.logger.Debug("cleaning up after a failed move", "error", err)
 			}
+			lastErr = nil
+		}
+		if lastErr == nil && running < parallel {
+			if !r.leads() {
+				lastErr = fmt.Errorf("%w: this member no longer leads the control group", region.ErrNotLeader)
+				failed = maxMoveFailures
+				continue
+			}
+			t, _, err := r.mover.Table(ctx)
+			if err != nil && running == 0 {
+				return err
+			}
+			plan := PlanBuckets(t)
+			if err == nil && len(plan) == 0 && running == 0 {
+				op.LeadershipsMoved = leadersChanged(before, t)
+				return nil
+			}
+			for _, s := range plan {
+				if err != nil || running == parallel {
+					break
+				}
+				if busy[s.From] || busy[s.To] {
+					continue
+				}
+				busy[s.From], busy[s.To] = true, true
+				running++
+				go func() {
+					st, err := r.mover.Move(ctx, s.Bucket, s.To)
+					done <- moved{shift: s, stats: st, err: err}
+				}()
+			}
+		}
+		res := <-done // a move ends on its own when ctx does
+		running--
+		delete(busy, res.shift.From)
+		delete(busy, res.shift.To)
+		if res.err != nil {
+			// A move fails when a group loses its leader, or another
+			// mover (a former control leader's) holds the bucket.
+			failed++
+			lastErr = res.err
+			r.logger.Warn("a bucket move failed; planning again once the running ones end", "operation", op.ID, "bucket", res.shift.Bucket, "attempt", failed, "error", res.err)
 			continue
 		}
-		failed = 0
-		op.add(st)
+		if lastErr == nil {
+			failed = 0
+		}
+		op.add(res.stats)
 		if err := r.ops.save(ctx, *op); err != nil {
 			r.logger.Debug("recording a rebalance's progress failed", "operation", op.ID, "error", err)
 		}

@@ -25,6 +25,10 @@ type memStore struct {
 	// failSeals refuses this many seals (as a group that lost its
 	// leader would).
 	failSeals int
+	// delay is how long each bucket step takes (as a group's log would).
+	delay time.Duration
+	// watchTable, when set, sees every partition table written.
+	watchTable func(partition.Table)
 }
 
 func newMemStore(t *testing.T, tab partition.Table) *memStore {
@@ -63,10 +67,18 @@ func (m *memStore) SetMeta(_ context.Context, key string, version uint64, value 
 	}
 	m.meta[key] = catalog.Entry{Key: key, Value: value, Version: m.next}
 	m.next++
+	if key == catalog.TableKey && m.watchTable != nil {
+		t, err := partition.Decode(value)
+		if err != nil {
+			return err
+		}
+		m.watchTable(t)
+	}
 	return nil
 }
 
 func (m *memStore) Apply(_ context.Context, _ uint64, cmd *codec.Command) (*codec.Result, error) {
+	time.Sleep(m.delay)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cmd.Op == codec.OpBucket && cmd.BucketAction == codec.BucketSeal && m.failSeals > 0 {
@@ -155,5 +167,53 @@ func TestRunPlansAgainAfterAFailedMove(t *testing.T) {
 		if !errors.Is(err, region.ErrNotLeader) || len(after.Moves) != 0 {
 			t.Errorf("%d failed seals in a row: %v, moves left %+v; want ErrNotLeader and none", tc.fails, err, after.Moves)
 		}
+	}
+}
+
+// TestRunMovesInParallel: a rebalance from 3 groups to 6 runs up to
+// Parallel moves at once, never two on one group, and ends even, sooner
+// than one move at a time.
+func TestRunMovesInParallel(t *testing.T) {
+	grown := table(t, 6, 6)
+	three := table(t, 3, 3)
+	grown.Owners = make([]uint64, partition.Buckets)
+	for b := range grown.Owners {
+		grown.Owners[b] = three.Owner(b) // groups 4-6 own nothing yet
+	}
+	took := map[int]time.Duration{}
+	for _, parallel := range []int{1, 4} {
+		store := newMemStore(t, grown)
+		store.delay = 2 * time.Millisecond
+		most := 0
+		store.watchTable = func(tab partition.Table) {
+			most = max(most, len(tab.Moves))
+			used := map[uint64]bool{}
+			for _, mv := range tab.Moves {
+				if used[mv.From] || used[mv.To] {
+					t.Errorf("Parallel %d: two moves at once on a group: %+v", parallel, tab.Moves)
+				}
+				used[mv.From], used[mv.To] = true, true
+			}
+		}
+		r := NewRunner(NewOperations(store), NewMover(store, pages{}, nil), func() bool { return true }, Auto{}, nil)
+		r.Parallel = parallel
+		op := Operation{ID: "op", Status: InProgress}
+		start := time.Now()
+		if err := r.run(context.Background(), &op); err != nil {
+			t.Fatalf("Parallel %d: %v", parallel, err)
+		}
+		took[parallel] = time.Since(start)
+		after, _, _ := r.mover.Table(context.Background())
+		if len(PlanBuckets(after)) != 0 || len(after.Moves) != 0 || op.BucketsMoved != 56 {
+			t.Errorf("Parallel %d: %d buckets moved (want 56), %d left to plan, moves %+v", parallel, op.BucketsMoved, len(PlanBuckets(after)), after.Moves)
+		}
+		// Three groups to move out of, three to move into: at most three
+		// moves can run at once.
+		if want := min(parallel, 3); most != want {
+			t.Errorf("Parallel %d: at most %d moves ran at once, want %d", parallel, most, want)
+		}
+	}
+	if took[4] > took[1]*2/3 {
+		t.Errorf("4 moves at once took %v, one at a time %v: want it well under", took[4], took[1])
 	}
 }

@@ -23,7 +23,8 @@
 # the cgroup v1 cpu controller (cpu.cfs_quota_us over cpu.cfs_period_us) when
 # /sys/fs/cgroup/cpu is mounted, else cgroup v2's cpu.max; the output says
 # which. Needs root (to create cgroups), curl and python3 (JSON and the SVG).
-# The plot goes to $SVG (default docs/bench/scaleout.svg).
+# The plot goes to $SVG (default docs/bench/scaleout.svg). LOGS=dir keeps the
+# members' logs of the last cluster there (LOGLEVEL: theirs, default warn).
 #
 # Every load is bounded by --duration; traffic goes to 127.0.0.1 only; only
 # the processes this script started are signalled, by PID.
@@ -69,6 +70,7 @@ cleanup() {
   local rc=$?
   stop_all
   rmdir "$CG" 2>/dev/null || true
+  if [[ -n ${LOGS:-} ]]; then mkdir -p "$LOGS" && cp "$WORK"/*.log "$LOGS"/ 2>/dev/null || true; fi
   if ((rc != 0)); then
     for f in "$WORK"/*.log; do [[ -f $f ]] && { echo "--- $f"; tail -5 "$f"; }; done >&2
   fi
@@ -90,7 +92,7 @@ member() {
   sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' _ "$cg" "$WORK/kvnode" --name "s$i" --data-dir "$WORK/d$i" \
     --http-addr "127.0.0.1:$((19100 + i))" --internal-addr "127.0.0.1:$((19200 + i))" \
     --gossip-addr "127.0.0.1:$((19300 + i))" --join "$join" --bootstrap-expect "$expect" \
-    --partition-groups auto --log-level warn >"$WORK/s$i.log" 2>&1 &
+    --partition-groups auto --log-level "${LOGLEVEL:-warn}" >"$WORK/s$i.log" 2>&1 &
   PIDS+=("$!")
 }
 

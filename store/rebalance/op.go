@@ -269,11 +269,9 @@ func (r *Runner) autoStart(ctx context.Context) {
 	if err != nil || len(t.Moves) > 0 {
 		return
 	}
-	groups, why := 0, ""
-	if r.auto.Groups && r.auto.Members != nil {
-		if m := min(r.auto.Members(), partition.Buckets); m > t.P() {
-			groups, why = m, fmt.Sprintf("%d members, %d partition groups (--partition-groups auto)", m, t.P())
-		}
+	groups, why := r.groupsWanted(t), ""
+	if groups > 0 {
+		why = fmt.Sprintf("%d members, %d partition groups (--partition-groups auto)", groups, t.P())
 	}
 	if groups == 0 && r.auto.Rebalance && len(PlanBuckets(t)) > 0 {
 		why = "the buckets are uneven over the partition groups (--auto-rebalance)"
@@ -287,6 +285,18 @@ func (r *Runner) autoStart(ctx context.Context) {
 		return
 	}
 	r.logger.Info("rebalance started on its own", "operation", op.ID, "reason", why)
+}
+
+// groupsWanted is the partition group count --partition-groups auto asks
+// of t (one per member, up to one per bucket), or 0 when t has as many.
+func (r *Runner) groupsWanted(t partition.Table) int {
+	if !r.auto.Groups || r.auto.Members == nil {
+		return 0
+	}
+	if m := min(r.auto.Members(), partition.Buckets); m > t.P() {
+		return m
+	}
+	return 0
 }
 
 // run carries out op: grows the table first if it asks, then moves
@@ -349,6 +359,18 @@ func (r *Runner) moveAll(ctx context.Context, op *Operation, before partition.Ta
 			t, _, err := r.mover.Table(ctx)
 			if err != nil && running == 0 {
 				return err
+			}
+			if groups := r.groupsWanted(t); err == nil && groups > 0 {
+				// Members that joined while it ran (members join one
+				// at a time): grow now, rather than even the buckets
+				// out over too few groups and move them all again.
+				if err := r.grow(ctx, groups); err != nil {
+					lastErr, failed = err, maxMoveFailures // ends the operation once the running moves end
+					continue
+				}
+				r.logger.Info("partition groups grown during a rebalance", "operation", op.ID, "groups", groups)
+				op.Groups = groups
+				continue
 			}
 			plan := PlanBuckets(t)
 			if err == nil && len(plan) == 0 && running == 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,5 +216,52 @@ func TestRunMovesInParallel(t *testing.T) {
 	}
 	if took[4] > took[1]*2/3 {
 		t.Errorf("4 moves at once took %v, one at a time %v: want it well under", took[4], took[1])
+	}
+}
+
+// observerFunc is an Observer.
+type observerFunc func(bytes int64, took time.Duration, err error)
+
+func (f observerFunc) BucketMoved(bytes int64, took time.Duration, err error) { f(bytes, took, err) }
+
+// TestRunGrowsWithMembersThatJoinDuringIt: with --partition-groups auto,
+// members that join while a rebalance runs (members join one at a time)
+// grow the groups at once, so buckets are not evened out over too few
+// groups and then moved again: 3 groups to 6 takes about the 56 moves of
+// going there at once, not the 28 + 37 of going to 4 first.
+func TestRunGrowsWithMembersThatJoinDuringIt(t *testing.T) {
+	store := newMemStore(t, table(t, 3, 3))
+	store.delay = time.Millisecond
+	var members atomic.Int64
+	members.Store(4)
+	mover := NewMover(store, pages{}, nil)
+	mover.Observer = observerFunc(func(int64, time.Duration, error) { members.Store(6) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // the reconcile loops: bootstrap every group added
+		for ctx.Err() == nil {
+			_, _ = mover.update(ctx, func(tab *partition.Table) error {
+				for i := range tab.Groups {
+					g := &tab.Groups[i]
+					g.Bootstrapped, g.Members, g.Bootstrapper = true, []string{"a"}, "a"
+				}
+				return nil
+			})
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	r := NewRunner(NewOperations(store), mover, func() bool { return true }, Auto{Groups: true, Members: func() int { return int(members.Load()) }}, nil)
+	r.Parallel = 4
+	op := Operation{ID: "op", Status: InProgress, Groups: 4}
+	if err := r.run(ctx, &op); err != nil {
+		t.Fatal(err)
+	}
+	after, _, _ := mover.Table(ctx)
+	if after.P() != 6 || op.Groups != 6 || len(PlanBuckets(after)) != 0 || len(after.Moves) != 0 {
+		t.Errorf("%d groups (operation: %d), %d moves left to plan, moves %+v; want 6 and even", after.P(), op.Groups, len(PlanBuckets(after)), after.Moves)
+	}
+	// The first moves (to group 4) ran before the members were 6.
+	if op.BucketsMoved < 56 || op.BucketsMoved > 60 {
+		t.Errorf("%d buckets moved, want about 56", op.BucketsMoved)
 	}
 }

@@ -213,6 +213,17 @@ with open(tsv, "w") as out:
         p = json.loads(j)
         out.write(f"{float(t) - start:.1f}\t{p['ops_per_sec']:.0f}\t{p['errors']}\n")
         print(f"  t={float(t) - start:5.1f}s  {p['ops_per_sec']:6.0f} writes/s  p99 {p['latency_ms']['p99']:5.0f} ms  errors {p['errors']}")
+pts = [(float(l.split("\t", 1)[0]) - start, json.loads(l.split("\t", 1)[1])) for l in open(rows)]
+if pts and ready:
+    # The plateau: the mean of the run's last 30 s (6 members, rebalanced).
+    last = [p["ops_per_sec"] for t, p in pts if t >= pts[-1][0] - 30]
+    plateau = sum(last) / len(last)
+    hit = next((t for t, p in pts if t >= ready - start and p["ops_per_sec"] >= 0.9 * plateau), None)
+    below = [f"{t:.0f}s" for t, p in pts if hit is not None and t > hit and p["ops_per_sec"] < 0.9 * plateau]
+    print(f"  plateau (mean of the last 30 s) {plateau:.0f} writes/s; 90% of it ({0.9 * plateau:.0f}) " +
+          (f"first reached at {hit:.1f}s, {hit - (ready - start):.1f}s after the new members were ready" if hit is not None else "not reached") +
+          (f"; below it again at {', '.join(below)}" if below else "") +
+          f"; failed requests {sum(p['errors'] for _, p in pts)}")
 print(f"  members 4-6 started at {joined - start:.1f}s, " + (f"all three ready at {ready - start:.1f}s; " if ready else "not all ready during the run; ") + (f"the rebalance ended at {ended - start:.1f}s" if ended else "no rebalance ended during the run"))
 EOF
   stop_all

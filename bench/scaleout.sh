@@ -14,7 +14,10 @@
 #    errors, the share of the members' CPU periods that were throttled, and
 #    the load generator's own CPU use (a share of one core: a load generator
 #    near the machine's cores is the bottleneck, not the cluster).
-# 2. Growth: 3 members under the load of $((PER*6)) clients, then three more
+# 2. With GROWN=N: a cluster started on 3 members (its PARTITION region
+#    written for 5 s), grown online to N (members 4-N started at once) and
+#    measured as in 1 once its rebalance ended (row "N*").
+# 3. Growth: 3 members under the load of $((PER*6)) clients, then three more
 #    join; with --partition-groups auto and --auto-rebalance the control
 #    leader grows the groups to 6 and moves buckets into them. Throughput
 #    every 2 s, the moments the members were started and the rebalance ended.
@@ -37,6 +40,7 @@ PER=${PER:-24}
 DURATION=${DURATION:-15s}
 WARMUP=${WARMUP:-5s}
 GROWTH=${GROWTH:-1}
+GROWN=${GROWN:-}
 # ROUTE=leader sends each write to its key's group leader (kvbench --route
 # leader, as a single-hop client would); round-robin (the default) sends it
 # to the members in turn, and the member that takes it forwards it.
@@ -129,6 +133,35 @@ throttled() {
   ((periods > 0)) && echo $((100 * thr / periods)) || echo 0
 }
 
+# measure TYPE N LABEL: the point of N running members (writes of region
+# scale:TYPE by PER*N clients), printed as a row labelled LABEL.
+measure() {
+  local type=$1 n=$2 label=$3 c u s r line ops p99 errs lg thr
+  c=$((PER * n))
+  { time "$WORK/kvbench" --endpoints "$(endpoints "$n")" --create-region "scale:$type" --workload put \
+      --preload=false --keys 10000 --value-size 200 -c "$c" --warmup "$WARMUP" --duration "$DURATION" \
+      --route "$ROUTE" --timeout 10s --json -q >"$WORK/point.json"; } 2>"$WORK/time.txt"
+  read -r u s r <"$WORK/time.txt"
+  line=$(python3 - "$WORK/point.json" "$u" "$s" "$r" <<'EOF'
+import json, sys
+p = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+u, s, r = map(float, sys.argv[2:5])
+print(f'{p["ops_per_sec"]:.0f} {p["latency_ms"]["p99"]:.0f} {p["errors"]} {100 * (u + s) / r:.0f}')
+EOF
+)
+  read -r ops p99 errs lg <<<"$line"
+  thr=$(throttled)
+  say "$(printf '%-9s %3s %7d %9s %8s %7s %9s%% %8s%%' "$type" "$label" "$c" "$ops" "$p99" "$errs" "$thr" "$lg")"
+}
+
+# rebalanced: every rebalance operation ended, and one in SUCCESS.
+rebalanced() {
+  curl -s http://127.0.0.1:19101/management/v1/operations/rebalances | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["result"]
+sys.exit(0 if d and all(r["operationStatus"] != "IN_PROGRESS" for r in d) and any(r["operationStatus"] == "SUCCESS" for r in d) else 1)' 2>/dev/null
+}
+
 say "scaleout.sh, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo '+changes')"
 say "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 say "each member: $QUOTA% of one core (cgroup v$CGV $([[ $CGV == 1 ]] && echo cpu.cfs_quota_us/cpu.cfs_period_us || echo cpu.max)); $PER clients per member; $WARMUP warm-up, $DURATION measured; kvbench --route $ROUTE"
@@ -143,24 +176,28 @@ for type in $TYPES; do
     join=$(joinlist "$n")
     for i in $(seq 1 "$n"); do member "$i" "$n" "$join"; done
     ready "$n"
-    c=$((PER * n))
-    { time "$WORK/kvbench" --endpoints "$(endpoints "$n")" --create-region "scale:$type" --workload put \
-        --preload=false --keys 10000 --value-size 200 -c "$c" --warmup "$WARMUP" --duration "$DURATION" \
-        --route "$ROUTE" --timeout 10s --json -q >"$WORK/point.json"; } 2>"$WORK/time.txt"
-    read -r u s r <"$WORK/time.txt"
-    line=$(python3 - "$WORK/point.json" "$u" "$s" "$r" <<'EOF'
-import json, sys
-p = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-u, s, r = map(float, sys.argv[2:5])
-print(f'{p["ops_per_sec"]:.0f} {p["latency_ms"]["p99"]:.0f} {p["errors"]} {100 * (u + s) / r:.0f}')
-EOF
-)
-    read -r ops p99 errs lg <<<"$line"
-    thr=$(throttled)
-    say "$(printf '%-9s %3d %7d %9s %8s %7s %9s%% %8s%%' "$type" "$n" "$c" "$ops" "$p99" "$errs" "$thr" "$lg")"
+    measure "$type" "$n" "$n"
     stop_all
   done
 done
+
+# Grown: a cluster started on 3 members and grown online to $GROWN, then
+# measured as the points above (PARTITION).
+if [[ -n $GROWN ]]; then
+  rm -rf "$WORK"/d*
+  for i in 1 2 3; do member "$i" 3 "$(joinlist 3)"; done
+  ready 3
+  "$WORK/kvbench" --endpoints "$(endpoints 3)" --create-region scale:PARTITION --workload put --keys 10000 \
+    --value-size 200 -c 24 --duration 5s --route "$ROUTE" --timeout 10s -q >/dev/null
+  t0=$(date +%s)
+  for i in $(seq 4 "$GROWN"); do member "$i" 3 "$(joinlist "$GROWN")"; done
+  ready "$GROWN"
+  for _ in $(seq 1 600); do rebalanced && break; sleep 0.5; done
+  rebalanced || { echo "the rebalance to $GROWN members did not end" >&2; exit 1; }
+  say "PARTITION ${GROWN}*: started on 3 members, members 4-$GROWN started at once; groups grown and rebalanced $(($(date +%s) - t0)) s later"
+  measure PARTITION "$GROWN" "${GROWN}*"
+  stop_all
+fi
 
 GROWTH_TSV=$WORK/growth.tsv
 : >"$GROWTH_TSV"
@@ -193,10 +230,7 @@ if ((GROWTH)); then
       done
       ((r)) && readyAt=$(date +%s.%N)
     fi
-    if [[ -z $ended ]] && curl -s http://127.0.0.1:19101/management/v1/operations/rebalances | python3 -c '
-import json, sys
-d = json.load(sys.stdin)["result"]
-sys.exit(0 if d and all(r["operationStatus"] != "IN_PROGRESS" for r in d) and any(r["operationStatus"] == "SUCCESS" for r in d) else 1)' 2>/dev/null; then
+    if [[ -z $ended ]] && rebalanced; then
       ended=$(date +%s.%N)
     fi
     sleep 0.5

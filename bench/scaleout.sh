@@ -154,6 +154,16 @@ EOF
   say "$(printf '%-9s %3s %7d %9s %8s %7s %9s%% %8s%%' "$type" "$label" "$c" "$ops" "$p99" "$errs" "$thr" "$lg")"
 }
 
+# settled: every partition group on the members the table names (voters,
+# no non-voter left) and led by the first of them, its preferred leader:
+# the replicas and leaderships a rebalance moves are in place.
+settled() {
+  curl -s http://127.0.0.1:19101/management/v1/partitions | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if all(g.get("members") and sorted(g.get("voters") or []) == sorted(g["members"]) and not g.get("nonVoters") and g.get("leader") == g["members"][0] for g in d["groups"]) else 1)' 2>/dev/null
+}
+
 # rebalanced: every rebalance operation ended, and one in SUCCESS.
 rebalanced() {
   curl -s http://127.0.0.1:19101/management/v1/operations/rebalances | python3 -c '
@@ -194,7 +204,10 @@ if [[ -n $GROWN ]]; then
   ready "$GROWN"
   for _ in $(seq 1 600); do rebalanced && break; sleep 0.5; done
   rebalanced || { echo "the rebalance to $GROWN members did not end" >&2; exit 1; }
-  say "PARTITION ${GROWN}*: started on 3 members, members 4-$GROWN started at once; groups grown and rebalanced $(($(date +%s) - t0)) s later"
+  t1=$(date +%s)
+  for _ in $(seq 1 600); do settled && break; sleep 0.5; done
+  settled || { echo "the replicas and leaders of $GROWN members did not settle" >&2; exit 1; }
+  say "PARTITION ${GROWN}*: started on 3 members, members 4-$GROWN started at once; groups grown and rebalanced $((t1 - t0)) s later, replicas and leaders in place $(($(date +%s) - t0)) s later"
   measure PARTITION "$GROWN" "${GROWN}*"
   stop_all
 fi
@@ -221,7 +234,7 @@ if ((GROWTH)); then
   sleep 20
   joined=$(date +%s.%N)
   for i in 4 5 6; do member "$i" 3 "$(joinlist 6)"; done
-  ended="" readyAt=""
+  ended="" readyAt="" settledAt=""
   while kill -0 "$lg" 2>/dev/null; do
     if [[ -z $readyAt ]]; then
       r=1
@@ -230,16 +243,20 @@ if ((GROWTH)); then
       done
       ((r)) && readyAt=$(date +%s.%N)
     fi
+    if [[ -n $ended && -z $settledAt ]] && settled; then
+      settledAt=$(date +%s.%N)
+    fi
     if [[ -z $ended ]] && rebalanced; then
       ended=$(date +%s.%N)
     fi
     sleep 0.5
   done
   wait "$lg" || true
-  python3 - "$WORK/growth.jsonl" "$start" "$joined" "${ended:-0}" "$GROWTH_TSV" "${readyAt:-0}" <<'EOF' | tee -a "$OUT" "$WORK/out.txt"
+  python3 - "$WORK/growth.jsonl" "$start" "$joined" "${ended:-0}" "$GROWTH_TSV" "${readyAt:-0}" "${settledAt:-0}" <<'EOF' | tee -a "$OUT" "$WORK/out.txt"
 import json, sys
 rows, start, joined, ended, tsv = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 ready = float(sys.argv[6])
+settled = float(sys.argv[7])
 with open(tsv, "w") as out:
     out.write(f"# joined\t{joined - start:.1f}\n# rebalanced\t{(ended - start) if ended else -1:.1f}\n")
     for line in open(rows):
@@ -258,7 +275,8 @@ if pts and ready:
           (f"first reached at {hit:.1f}s, {hit - (ready - start):.1f}s after the new members were ready" if hit is not None else "not reached") +
           (f"; below it again at {', '.join(below)}" if below else "") +
           f"; failed requests {sum(p['errors'] for _, p in pts)}")
-print(f"  members 4-6 started at {joined - start:.1f}s, " + (f"all three ready at {ready - start:.1f}s; " if ready else "not all ready during the run; ") + (f"the rebalance ended at {ended - start:.1f}s" if ended else "no rebalance ended during the run"))
+print(f"  members 4-6 started at {joined - start:.1f}s, " + (f"all three ready at {ready - start:.1f}s; " if ready else "not all ready during the run; ") + (f"the rebalance ended at {ended - start:.1f}s" if ended else "no rebalance ended during the run") +
+      (f", replicas and leaders in place at {settled - start:.1f}s" if settled else ""))
 EOF
   stop_all
 fi

@@ -20,6 +20,8 @@ growth = [(float(m.group(1)), float(m.group(2))) for m in re.finditer(r"^\s+t=\s
 marks = []
 if m := re.search(r"members 4-6 started at ([\d.]+)s", text):
     marks.append(("members 4-6 start", float(m.group(1))))
+if m := re.search(r"all three ready at ([\d.]+)s", text):
+    marks.append(("ready", float(m.group(1))))
 if m := re.search(r"the rebalance ended at ([\d.]+)s", text):
     marks.append(("rebalance ends", float(m.group(1))))
 
@@ -45,10 +47,10 @@ def chart(x0, title, series, xlab, xticks, marks=()):
         out.append(f'<text x="{X(0) - 4}" y="{Y(y) + 4}" text-anchor="end" font-size="10">{y:.0f}</text>')
     for x in xticks:
         out.append(f'<text x="{X(x)}" y="{Y(0) + 14}" text-anchor="middle" font-size="10">{x:g}</text>')
-    for label, x in marks:
+    for k, (label, x) in enumerate(marks):
         anchor, dx = ("end", -3) if X(x) > x0 + W - 110 else ("start", 3)
         out.append(f'<line x1="{X(x)}" y1="{Y(0)}" x2="{X(x)}" y2="{Y(ymax)}" stroke="#999" stroke-dasharray="4 3"/>')
-        out.append(f'<text x="{X(x) + dx}" y="{Y(ymax) + 24}" text-anchor="{anchor}" font-size="10" fill="#555">{label}</text>')
+        out.append(f'<text x="{X(x) + dx}" y="{Y(ymax) + 24 + 12 * k}" text-anchor="{anchor}" font-size="10" fill="#555">{label}</text>')
     for i, (name, s) in enumerate(series.items()):
         s = sorted(s)
         out.append('<polyline points="' + " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in s) +

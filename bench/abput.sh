@@ -31,14 +31,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ -z ${KVNODE:-} ]]; then
-  KVNODE=$WORK/kvnode
-  (cd "$ROOT" && CGO_ENABLED=0 go build -o "$KVNODE" ./cmd/kvnode)
-fi
-if [[ -z ${KVBENCH:-} ]]; then
-  KVBENCH=$WORK/kvbench
-  (cd "$ROOT" && go build -o "$KVBENCH" ./cmd/kvbench)
-fi
+bench_bins "$WORK"
 say "abput.sh, $(date -u +%Y-%m-%dT%H:%MZ), ${LABEL:-commit $(git -C "$ROOT" rev-parse --short HEAD)}"
 for i in 1 2 3; do
   "$KVNODE" --name "ab$i" --data-dir "$WORK/n$i" \
@@ -46,15 +39,7 @@ for i in 1 2 3; do
     --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE --log-level warn >"$WORK/n$i.log" 2>&1 &
   PIDS+=("$!")
 done
-for _ in $(seq 1 300); do
-  ok=0
-  for i in 1 2 3; do
-    [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:1828$i/readyz")" == 200 ]] && ok=$((ok + 1))
-  done
-  ((ok == 3)) && break
-  sleep 0.2
-done
-((ok == 3)) || { say "cluster did not come up"; exit 1; }
+wait_ready ${EP//,/ }
 
 # point NAME LATENCY kvbench-args...: one point, its ops/s and one latency.
 point() {

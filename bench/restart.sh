@@ -40,20 +40,11 @@ EP=http://127.0.0.1:18181,http://127.0.0.1:18182,http://127.0.0.1:18183
 
 say() { echo "$*" | tee -a "$OUT"; }
 
-stop_all() {
-  local sig=$1 pid
-  for pid in "${PIDS[@]}"; do
-    ((pid > 0)) && kill -0 "$pid" 2>/dev/null && kill "-$sig" "$pid" 2>/dev/null || true
-  done
-  for pid in "${PIDS[@]}"; do
-    ((pid > 0)) || continue
-    for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-  done
-}
+# shellcheck source=bench/procs.sh
+. "$ROOT/bench/procs.sh"
 cleanup() {
   local rc=$?
-  stop_all TERM
+  stop_pids "${PIDS[@]}"
   if ((rc != 0)); then
     for i in 1 2 3; do echo "--- r$i log (last 15 lines)"; tail -15 "$WORK/n$i.log"; done >&2
   fi
@@ -71,26 +62,11 @@ start() {
 }
 now_ms() { date +%s%3N; }
 
-if [[ -z ${KVNODE:-} ]]; then
-  KVNODE=$WORK/kvnode
-  (cd "$ROOT" && CGO_ENABLED=0 go build -o "$KVNODE" ./cmd/kvnode)
-fi
-if [[ -z ${KVBENCH:-} ]]; then
-  KVBENCH=$WORK/kvbench
-  (cd "$ROOT" && go build -o "$KVBENCH" ./cmd/kvbench)
-fi
+bench_bins "$WORK"
 say "restart.sh, $(date -u +%Y-%m-%dT%H:%MZ), ${LABEL:-commit $(git -C "$ROOT" rev-parse --short HEAD)}, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 
 for i in 1 2 3; do start "$i"; done
-for _ in $(seq 1 300); do
-  ok=0
-  for i in 1 2 3; do
-    [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:1818$i/readyz")" == 200 ]] && ok=$((ok + 1))
-  done
-  ((ok == 3)) && break
-  sleep 0.2
-done
-((ok == 3)) || { say "cluster did not come up"; exit 1; }
+wait_ready ${EP//,/ }
 
 "$KVBENCH" --endpoints "$EP" --workload load --keys "$N" --batch "$BATCH" -c "$CLIENTS" \
   --value-size "$VALUE" --preload=false --duration 10m --quiet --json >"$WORK/load.json"
@@ -104,7 +80,7 @@ print(f"bulk load: {n:,} entries, {r['batch']} per PUT, {r['concurrency']} clien
 print(f"metric load_entries_per_sec {r['entries_per_sec']:.0f}")
 EOF
 
-stop_all KILL
+kill_pids "${PIDS[@]}"
 t0=$(now_ms)
 for i in 1 2 3; do start "$i"; done
 if [[ -n ${PROFILE:-} ]]; then

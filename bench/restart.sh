@@ -87,6 +87,7 @@ if [[ -n ${PROFILE:-} ]]; then
   mkdir -p "$PROFILE"
   for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:18191/debug/pprof/" && break; sleep 0.02; done
   curl -s -o "$PROFILE/restart-r1.cpu.pprof" "http://127.0.0.1:18191/debug/pprof/profile?seconds=${PROFILE_SECONDS:-12}" &
+  profiling=$!
 fi
 last=$((N - 1))
 keylen=$(( ${#last} > 8 ? ${#last} : 8 ))
@@ -117,4 +118,4 @@ done
 p50=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.0f", a[int((NR+1)/2)]*1000}')
 say "OQL '$Q': p50 $p50 ms over 10 runs"
 say "metric count_p50_ms $p50"
-[[ -z ${PROFILE:-} ]] || wait # the CPU profile
+[[ -z ${PROFILE:-} ]] || wait "$profiling" # the CPU profile

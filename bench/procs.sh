@@ -21,6 +21,7 @@ kill_pids() {
   for pid in "$@"; do
     ((pid > 0)) || continue
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    wait "$pid" 2>/dev/null || true # reaped here, so bash reports no "Killed"
   done
 }
 

@@ -172,7 +172,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.Concurrency == 1 {
 		clients = "client"
 	}
-	fmt.Fprintf(&b, "%s on %s (%s), %d %s, %s%s\n", r.Workload, r.Region, r.RegionType, r.Concurrency, clients, mode, label)
+	fmt.Fprintf(&b, "%s on %s, %d %s, %s%s\n", r.Workload, r.where(), r.Concurrency, clients, mode, label)
 	fmt.Fprintf(&b, "  %s", r.dataDesc())
 	if r.Batch > 1 {
 		fmt.Fprintf(&b, ", %d keys per request", r.Batch)
@@ -209,6 +209,15 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// where names what a result loaded: kvnode's region and its type, or for
+// another system (which has no regions) the target and the keys' prefix.
+func (r *Result) where() string {
+	if r.RegionType == "" {
+		return fmt.Sprintf("%s %s/...", r.Target, r.Region)
+	}
+	return fmt.Sprintf("%s (%s)", r.Region, r.RegionType)
 }
 
 // dataDesc says what the operations touch: the keys, their values and,

@@ -183,6 +183,14 @@ func TestTextSummary(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, text)
 		}
 	}
+
+	// A system without regions is named with the keys' prefix.
+	cfg.Target = "etcd-grpc"
+	r = describe(&cfg, "", 4)
+	buf.Reset()
+	if err := r.WriteText(&buf); err != nil || !strings.HasPrefix(buf.String(), "mixed on etcd-grpc orders/..., 4 clients") {
+		t.Errorf("etcd's summary: %v\n%s", err, buf.String())
+	}
 }
 
 func TestThousands(t *testing.T) {

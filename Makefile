@@ -3,7 +3,7 @@
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= kvnode
 
-.PHONY: build image test test-go test-k8s test-monitoring test-browser test-docker test-fuse test-chaos-short need-chromium need-docker need-fuse need-promtool clean chaos chaos-compose chaos-doc
+.PHONY: build image test test-go test-k8s test-etcd36 test-monitoring test-browser test-docker test-fuse test-chaos-short need-chromium need-docker need-fuse need-promtool clean chaos chaos-compose chaos-doc
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/kvnode ./cmd/kvnode
@@ -30,6 +30,14 @@ image: build
 #                     snapshots across a power cut (store/raftgroup)
 #   test-chaos-short  tag chaos: every scenario 20 s on processes (power loss
 #                     and multi-key operations included), five on compose
+#
+# Not part of test (nor of CI: etcd's first build from an empty cache costs
+# more than CI's margin, see the README's Tests):
+#   test-etcd36       bench/etcd36, in its own module (etcd and gRPC stay out
+#                     of go.mod): etcd 3.6 built from its Go module, and
+#                     kvbench's etcd targets (clientv3, JSON gateway) against
+#                     it. One CGO_ENABLED for the binary and the tests, so
+#                     that they share what they compile.
 test: test-go test-k8s test-monitoring test-browser test-docker test-fuse test-chaos-short
 
 test-go:
@@ -37,6 +45,12 @@ test-go:
 
 test-k8s:
 	cd deploy/k8stest && go test -count=1 ./...
+
+ETCD36 = $(CURDIR)/bin/etcd36/etcd
+
+test-etcd36:
+	cd bench/etcd36 && CGO_ENABLED=0 go build -o $(ETCD36) ./cmd/etcd
+	cd bench/etcd36 && CGO_ENABLED=0 go vet ./... && CGO_ENABLED=0 KVNODE_ETCD36=$(ETCD36) go test -count=1 ./...
 
 test-monitoring: need-promtool
 	cd deploy/monitoring && promtool check rules alerts.yml && promtool test rules alerts_test.yml && promtool check config prometheus.yml

@@ -138,8 +138,21 @@ func TestImportRules(t *testing.T) {
 		// The load tool is a client of the API like any other, as cli is:
 		// REST only, no package of the server (it re-states the bucket hash
 		// rather than import partition).
-		"bench/kvbench": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
-		"cmd/kvbench":   append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
+		// The engine knows its targets only by kvbench.Target: it imports
+		// none of them, nor the command line.
+		"bench/kvbench": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos",
+			module + "/bench/kvbench/kvrest", module + "/bench/kvbench/etcdjson", module + "/bench/kvbench/command"}, server...),
+		"cmd/kvbench": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
+		// Its targets and its command line too: kvnode's REST API and etcd's
+		// JSON gateway are reached over the network (etcd's gRPC target is in
+		// bench/etcd36, a module of its own, so that no etcd package enters
+		// this module's go.mod).
+		"bench/kvbench/kvrest":   append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
+		"bench/kvbench/etcdjson": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos", module + "/bench/kvbench/kvrest"}, server...),
+		"bench/kvbench/command":  append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
+		// The no-op HTTP server that compare.sh measures kvnode's reads
+		// against: the standard library only.
+		"bench/noophttp": {module},
 		// The watch workload is a client of the API as kvbench is.
 		"bench/kvbench/watchbench": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos"}, server...),
 		// The bucket move benchmark is a client of the API too.

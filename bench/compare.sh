@@ -1,119 +1,216 @@
 #!/usr/bin/env bash
-# compare.sh — kvnode against etcd on the same machine, in one run.
+# compare.sh — kvnode against etcd 3.6 on the same machine, in one run, with
+# nothing from outside the repository (issue 30).
 #
 #   bench/compare.sh [results.jsonl]
 #
-# Starts a 3-node kvnode cluster on 127.0.0.1 (REST 18081-18083), runs the
-# shared load generator (../shared/bench/loadgen) against it, stops it, then
-# does the same against a 3-member etcd 3.4 cluster (../shared/bench/etcd3.sh),
-# and prints both side by side. Needs etcd (apt-get install -y etcd-server
-# etcd-client). Knobs: DUR (default 10s), KEYS (default 1000), SHARED (path of
-# the shared bench dir, default ../shared/bench next to the repository).
+# Builds kvnode, kvbench, etcd 3.6 (bench/etcd36, from its Go module) and
+# kvbench-etcd, then, one system at a time on 127.0.0.1:
+#   1. kvnode: three members (REST 18081-18083; regions orders REPLICATE and
+#      events PARTITION), loaded by kvbench over its REST API;
+#   2. etcd 3.6: three members (clients 23791-23793), loaded by kvbench-etcd
+#      --target etcd-grpc (clientv3, one connection per client); then a fresh
+#      three-member cluster loaded by kvbench --target etcd (its v3 JSON
+#      gateway);
+#   3. noophttp (18090), a Go net/http server answering every GET with the
+#      same 218-byte body, loaded by kvbench's get workload: what HTTP alone
+#      allows here, the ceiling of kvnode's reads.
+# Every system gets the same points: put at 1, 64 and 256 clients,
+# linearizable get at 64, stale get at 64 (etcd: serializable),
+# put-if-absent at 16 (etcd: a txn If(CreateRevision == 0) Then(Put)); and
+# kvnode the puts at 64 and 256 on its PARTITION region, against the
+# REPLICATE one. KEYS keys (1,000), VALUE_SIZE-byte values (218), WARMUP (1s)
+# before each point of DUR (5s); the first point of each system preloads the
+# keys.
 #
-# Every load run is bounded by DUR; all traffic goes to 127.0.0.1; only the
-# processes this script starts are stopped, by PID.
+# The raw results go to results.jsonl (default a new file in $TMPDIR): a first
+# line {"meta":{...}} (machine, commit, versions, knobs), then kvbench's JSON,
+# one line per point, labelled "<system>:<point>". bench/compare_table.py
+# prints the table from them, here at the end and again whenever asked:
+#   python3 bench/compare_table.py results.jsonl
+#
+# ETCD34=1 adds Debian's etcd 3.4 (`etcd` on PATH, or ETCD34_BIN) through its
+# JSON gateway, as a footnote. PORT_OFFSET shifts every port (to run beside
+# another cluster).
+#
+# Every load is bounded by WARMUP + DUR (and kvbench's preload timeout); all
+# traffic stays on 127.0.0.1; only the processes this script started are
+# stopped, by PID.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SHARED=${SHARED:-$(cd "$ROOT/../shared/bench" 2>/dev/null && pwd || true)}
-[[ -n "$SHARED" && -d "$SHARED/loadgen" ]] || { echo "shared bench dir not found; set SHARED=/path/to/shared/bench" >&2; exit 1; }
 OUT=${1:-${TMPDIR:-/tmp}/kvnode-vs-etcd.$(date +%Y%m%d-%H%M%S).jsonl}
-DUR=${DUR:-10s}
+DUR=${DUR:-5s}
+WARMUP=${WARMUP:-1s}
 KEYS=${KEYS:-1000}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvnode-bench.XXXXXX")
-PIDS=()
+VALUE_SIZE=${VALUE_SIZE:-218}
+ETCD34=${ETCD34:-0}
+OFF=${PORT_OFFSET:-0}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kvnode-compare.XXXXXX")
+PIDS=() # the processes of the system running now
 
-cleanup() {
+# stop_all stops the processes in PIDS (each still the program this script
+# started, by its name): TERM, up to 10 s, then KILL.
+stop_all() {
+  local pid
   for pid in "${PIDS[@]}"; do
-    if kill -0 "$pid" 2>/dev/null && grep -q kvnode "/proc/$pid/comm" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-    fi
+    [[ -r "/proc/$pid/comm" ]] && grep -qE '^(kvnode|etcd|noophttp)$' "/proc/$pid/comm" && kill -TERM "$pid" 2>/dev/null || true
   done
   for pid in "${PIDS[@]}"; do
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+    kill -0 "$pid" 2>/dev/null && grep -qE '^(kvnode|etcd|noophttp)$' "/proc/$pid/comm" && kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
   done
-  "$SHARED/etcd3.sh" stop >/dev/null 2>&1 || true
+  PIDS=()
+}
+cleanup() {
+  local rc=$?
+  stop_all
+  if ((rc != 0)); then
+    for f in "$WORK"/*.log; do [[ -f "$f" ]] && { echo "--- $(basename "$f") (last 15 lines)"; tail -15 "$f"; }; done >&2
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-echo "building kvnode and loadgen"
-(cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/kvnode" ./cmd/kvnode)
-(cd "$SHARED/loadgen" && go build -o "$WORK/loadgen" .)
+port() { echo $(($1 + OFF)); }
+# free refuses to start on a port something else listens on.
+free() {
+  local p
+  for p in "$@"; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "port $p of 127.0.0.1 is in use: stop what listens there, or set PORT_OFFSET" >&2
+      exit 1
+    fi
+  done
+}
+# wait_for waits up to 60 s until every URL answers 200 with a body holding
+# its pattern.
+wait_for() {
+  local pattern=$1 what=$2; shift 2
+  local ok u
+  for _ in $(seq 1 300); do
+    ok=0
+    for u in "$@"; do
+      curl -s --max-time 2 "$u" 2>/dev/null | grep -q "$pattern" && ok=$((ok + 1))
+    done
+    ((ok == $#)) && return 0
+    sleep 0.2
+  done
+  echo "$what did not come up" >&2
+  exit 1
+}
 
-JOIN=127.0.0.1:17951,127.0.0.1:17952,127.0.0.1:17953
-EP=http://127.0.0.1:18081,http://127.0.0.1:18082,http://127.0.0.1:18083
+echo "building kvnode, kvbench, noophttp, etcd 3.6 and kvbench-etcd"
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -o "$WORK/kvnode" ./cmd/kvnode &&
+  go build -o "$WORK/kvbench" ./cmd/kvbench && go build -o "$WORK/noophttp" ./bench/noophttp)
+(cd "$ROOT/bench/etcd36" && CGO_ENABLED=0 go build -trimpath -o "$WORK/etcd" ./cmd/etcd &&
+  go build -o "$WORK/kvbench-etcd" ./cmd/kvbench-etcd)
+
+ETCD_VERSION=$("$WORK/etcd" --version | awk '/etcd Version/ {print $3}')
+ETCD34_VERSION=
+if ((ETCD34)); then
+  ETCD34_BIN=${ETCD34_BIN:-$(command -v etcd || true)}
+  [[ -x "$ETCD34_BIN" ]] || { echo "ETCD34=1: no etcd 3.4 on PATH (apt-get install -y etcd-server) and no ETCD34_BIN" >&2; exit 1; }
+  ETCD34_VERSION=$("$ETCD34_BIN" --version | awk '/etcd Version/ {print $3}')
+fi
+# The run's description, the first line of the results.
+META_CORES=$(nproc) META_MODEL=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) \
+META_MEM=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo) META_KERNEL=$(uname -r) \
+META_COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo +changes)" \
+META_GO=$(go version | awk '{print $3}') META_ETCD=$ETCD_VERSION META_ETCD34=$ETCD34_VERSION \
+META_DUR=$DUR META_WARMUP=$WARMUP META_KEYS=$KEYS META_VALUE=$VALUE_SIZE python3 - "$OUT" <<'PY'
+import datetime, json, os, sys
+e = os.environ
+meta = {"machine": {"cores": int(e["META_CORES"]), "model": e["META_MODEL"], "memory_gib": int(e["META_MEM"]), "kernel": e["META_KERNEL"]},
+        "commit": e["META_COMMIT"], "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "go": e["META_GO"], "etcd": e["META_ETCD"], "etcd34": e["META_ETCD34"],
+        "duration": e["META_DUR"], "warmup": e["META_WARMUP"], "keys": int(e["META_KEYS"]), "value_size": int(e["META_VALUE"])}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps({"meta": meta}) + "\n")
+PY
+echo "results: $OUT"
+
+# bench runs one point: system, point, the tool, then kvbench's flags.
+bench() {
+  local system=$1 point=$2 tool=$3; shift 3
+  echo "== $system $point" >&2
+  "$WORK/$tool" --keys "$KEYS" --value-size "$VALUE_SIZE" --duration "$DUR" --warmup "$WARMUP" \
+    --preload-timeout 2m --json -q --label "$system:$point" "$@" | tee -a "$OUT"
+}
+
+# points runs the points every system has; $1 is the system, the rest the
+# tool and flags that reach it.
+points() {
+  local system=$1; shift
+  bench "$system" put-c1 "$@" --workload put -c 1
+  bench "$system" put-c64 "$@" --workload put -c 64 --preload=false
+  bench "$system" put-c256 "$@" --workload put -c 256 --preload=false
+  bench "$system" get-lin-c64 "$@" --workload get -c 64 --preload=false
+  bench "$system" get-stale-c64 "$@" --workload get -c 64 --preload=false --consistency stale
+  bench "$system" create-c16 "$@" --workload put-if-absent -c 16
+}
+
+# --- kvnode ---
+KV_REST=() KV_JOIN=()
+for i in 1 2 3; do KV_REST+=("$(port $((18080 + i)))"); KV_JOIN+=("127.0.0.1:$(port $((17950 + i)))"); done
+free "${KV_REST[@]}" $(port 17071) $(port 17072) $(port 17073) $(port 17951) $(port 17952) $(port 17953)
+JOIN=$(IFS=,; echo "${KV_JOIN[*]}")
+EP=$(printf 'http://127.0.0.1:%s,' "${KV_REST[@]}"); EP=${EP%,}
 for i in 1 2 3; do
   "$WORK/kvnode" --name "bench$i" --data-dir "$WORK/n$i" \
-    --http-addr "127.0.0.1:1808$i" --internal-addr "127.0.0.1:1707$i" --gossip-addr "127.0.0.1:1795$i" \
-    --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE,events:PARTITION --log-level warn \
-    >"$WORK/n$i.log" 2>&1 &
+    --http-addr "127.0.0.1:${KV_REST[i - 1]}" --internal-addr "127.0.0.1:$(port $((17070 + i)))" \
+    --gossip-addr "127.0.0.1:$(port $((17950 + i)))" --join "$JOIN" --bootstrap-expect 3 \
+    --regions orders:REPLICATE,events:PARTITION --log-level warn >"$WORK/kvnode$i.log" 2>&1 &
   PIDS+=("$!")
 done
-for _ in $(seq 1 300); do
-  ok=0
+wait_for '"orders"' "the kvnode cluster" $(printf 'http://127.0.0.1:%s/kv/v1 ' "${KV_REST[@]}")
+echo "kvnode: 3 members up" >&2
+points kvnode kvbench --endpoints "$EP" --region orders
+# The same puts on the partitioned region, against the replicated one's.
+bench kvnode put-c64-partitioned kvbench --endpoints "$EP" --region events --workload put -c 64
+bench kvnode put-c256-partitioned kvbench --endpoints "$EP" --region events --workload put -c 256 --preload=false
+stop_all
+
+# --- etcd: a fresh three-member cluster of binary $1 ---
+start_etcd() {
+  local bin=$1 name=$2 i cluster="" extra=()
+  [[ "$name" == etcd34 ]] && extra=(--logger zap) # 3.4 logs with capnslog unless asked
+  for i in 1 2 3; do cluster+="e$i=http://127.0.0.1:$(port $((23800 + i))),"; done
+  free $(port 23791) $(port 23792) $(port 23793) $(port 23801) $(port 23802) $(port 23803)
   for i in 1 2 3; do
-    [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:1808$i/kv/v1/orders?limit=0")" == 200 ]] && ok=$((ok + 1))
+    local c="http://127.0.0.1:$(port $((23790 + i)))" p="http://127.0.0.1:$(port $((23800 + i)))"
+    "$bin" --name "e$i" --data-dir "$WORK/$name-e$i" --listen-client-urls "$c" --advertise-client-urls "$c" \
+      --listen-peer-urls "$p" --initial-advertise-peer-urls "$p" --initial-cluster "${cluster%,}" \
+      --initial-cluster-state new --initial-cluster-token "kvbench-$name-$$" --log-level warn "${extra[@]}" \
+      >"$WORK/$name-e$i.log" 2>&1 &
+    PIDS+=("$!")
   done
-  ((ok == 3)) && break
-  sleep 0.2
-done
-((ok == 3)) || { echo "kvnode cluster did not come up; logs in $WORK" >&2; tail -20 "$WORK"/n*.log >&2; exit 1; }
-echo "kvnode cluster up"
+  wait_for '"health":"true"' "the $name cluster" $(for i in 1 2 3; do echo "http://127.0.0.1:$(port $((23790 + i)))/health"; done)
+  echo "$name: 3 members up" >&2
+}
+EEP=$(for i in 1 2 3; do printf 'http://127.0.0.1:%s,' "$(port $((23790 + i)))"; done); EEP=${EEP%,}
 
-kv() { local label=$1; shift; "$WORK/loadgen" -target kv -region orders -endpoints "$EP" -keys "$KEYS" -d "$DUR" -json -label "kv-$label" "$@" | tee -a "$OUT"; }
-# The rows of issue 18's targets. The first put preloads the keys; the rest
-# reuse them.
-kv put-c1 -op put -c 1
-kv put-c64 -op put -c 64 -preload=false
-kv put-c256 -op put -c 256 -preload=false
-kv get-lin-c64 -op get -c 64 -preload=false
-kv get-stale-c64 -op get -c 64 -preload=false -serializable
-kv create-c16 -op create -c 16
-# The same puts on a partitioned region, compared with the replicated
-# region's (and etcd's) at the same concurrency.
-kv put-c64-partitioned -op put -c 64 -region events
-kv put-c256-partitioned -op put -c 256 -region events -preload=false
-for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-PIDS=()
+start_etcd "$WORK/etcd" etcd36
+points etcd-grpc kvbench-etcd --target etcd-grpc --endpoints "$EEP" --region orders
+stop_all
+start_etcd "$WORK/etcd" etcd36-gateway
+points etcd-gateway kvbench --target etcd --endpoints "$EEP" --region orders
+stop_all
 
-"$SHARED/etcd3.sh" start >/dev/null
-EEP=$("$SHARED/etcd3.sh" endpoints)
-et() { local label=$1; shift; "$WORK/loadgen" -target etcd -endpoints "$EEP" -keys "$KEYS" -d "$DUR" -json -label "etcd-$label" "$@" | tee -a "$OUT"; }
-et put-c1 -op put -c 1
-et put-c64 -op put -c 64 -preload=false
-et put-c256 -op put -c 256 -preload=false
-et get-lin-c64 -op get -c 64 -preload=false
-et get-stale-c64 -op get -c 64 -preload=false -serializable
-et create-c16 -op create -c 16
-"$SHARED/etcd3.sh" stop >/dev/null
+# --- what HTTP alone allows ---
+free "$(port 18090)"
+"$WORK/noophttp" --addr "127.0.0.1:$(port 18090)" --size "$VALUE_SIZE" >"$WORK/noophttp.log" 2>&1 &
+PIDS+=("$!")
+wait_for '"orders"' "noophttp" "http://127.0.0.1:$(port 18090)/kv/v1"
+bench noop-http get-c64 kvbench --endpoints "http://127.0.0.1:$(port 18090)" --workload get -c 64 --preload=false
+stop_all
+
+if ((ETCD34)); then
+  start_etcd "$ETCD34_BIN" etcd34
+  points etcd34-gateway kvbench --target etcd --endpoints "$EEP" --region orders
+  stop_all
+fi
 
 echo
-python3 - "$OUT" <<'PY'
-import json, sys
-rows = {}
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    target, _, label = r["label"].partition("-")
-    rows.setdefault(label, {})[target] = r
-def pct(r, p):
-    return max(o[p] for o in r["per_op"]) if r.get("per_op") else float("nan")
-print(f"{'workload':<24}{'kvnode ops/s':>13}{'p50 ms':>8}{'p99 ms':>8}{'etcd ops/s':>12}{'p50 ms':>8}{'p99 ms':>8}{'ratio':>8}")
-for label, byt in rows.items():
-    kv, et = byt.get("kv"), byt.get("etcd")
-    if label.endswith("-partitioned"):
-        # compared with kvnode's replicated region, and etcd for reference
-        base = rows.get(label.removesuffix("-partitioned"), {})
-        et = base.get("etcd")
-        rep = base.get("kv")
-    cell = lambda r, w: f"{r['ops_per_sec']:>{w}.0f}{pct(r, 'p50_ms'):>8.2f}{pct(r, 'p99_ms'):>8.1f}" if r else f"{'-':>{w}}{'-':>8}{'-':>8}"
-    ratio = f"{kv['ops_per_sec'] / et['ops_per_sec']:.2f}x" if kv and et and et["ops_per_sec"] else "-"
-    fails = sum(r["failed"] for r in (kv, et) if r)
-    extra = ""
-    if label.endswith("-partitioned") and kv and rep:
-        extra = f"   ({kv['ops_per_sec'] / rep['ops_per_sec']:.2f}x the replicated region)"
-    print(f"{label:<24}{cell(kv, 13)}{cell(et, 12)}{ratio:>8}{extra}" + (f"   ({fails} failed)" if fails else ""))
-PY
+python3 "$ROOT/bench/compare_table.py" "$OUT"
 echo "results: $OUT"

@@ -13,16 +13,17 @@ import (
 // Workload names one kind of load.
 type Workload string
 
-// The workloads. Each sends the requests workload.go describes.
+// The workloads, and the Client operation each runs (package kvrest says
+// which request of kvnode's REST API each is).
 const (
-	Put         Workload = "put"           // PUT /kv/v1/{r}/{k}: upsert
-	Get         Workload = "get"           // GET /kv/v1/{r}/{k}[?consistency=stale]
-	PutIfAbsent Workload = "put-if-absent" // POST /kv/v1/{r}?key={fresh key}
-	CAS         Workload = "cas"           // GET, then PUT /kv/v1/{r}/{k}?op=CAS {"@old","@new"}
-	Mixed       Workload = "mixed"         // get or put, --read-percent gets
-	MultiPut    Workload = "multi-put"     // PUT /kv/v1/{r}/k1,k2,... with an array body
-	Load        Workload = "load"          // every key once, in order, by multi-key PUTs of --batch keys
-	Query       Workload = "query"         // GET /queries/adhoc?q= or POST /queries/{id}
+	Put         Workload = "put"           // Put: upsert
+	Get         Workload = "get"           // Get, linearizable or stale
+	PutIfAbsent Workload = "put-if-absent" // Create of a fresh key
+	CAS         Workload = "cas"           // CASClient: Read, then CAS
+	Mixed       Workload = "mixed"         // Get or Put, --read-percent gets
+	MultiPut    Workload = "multi-put"     // PutMany of --batch random keys
+	Load        Workload = "load"          // every key once, in order, by PutMany of --batch keys
+	Query       Workload = "query"         // QueryClient: an OQL query
 	// Watch is N SSE watchers of one member while writes flow at a fixed
 	// rate: package watchbench runs it (Run refuses it), with this
 	// package's Config for the connection, region, keys and rate.
@@ -57,6 +58,7 @@ const (
 
 // Default values of the configuration.
 const (
+	DefaultTarget     = "kvnode"
 	DefaultRegion     = "orders"
 	DefaultKeys       = 1000
 	DefaultValueSize  = 256
@@ -76,6 +78,10 @@ const (
 // Config is one invocation: what to send, where, how hard and for how long.
 // Default() fills it; Validate checks it.
 type Config struct {
+	// Target names the system measured (DefaultTarget is kvnode's REST
+	// API); the program maps it to its Dial, and it is echoed in the
+	// results.
+	Target string
 	// Endpoints are member base URLs (http://host:port). They must be
 	// loopback addresses unless AllowNonLoopback is set.
 	Endpoints        []string
@@ -145,6 +151,7 @@ type Config struct {
 // Default is the configuration of kvbench without flags.
 func Default() Config {
 	return Config{
+		Target:         DefaultTarget,
 		Endpoints:      []string{"http://127.0.0.1:8080"},
 		Route:          RoundRobin,
 		Timeout:        DefaultTimeout,
@@ -209,6 +216,9 @@ func ParseRegionSpec(s string) (name, kind string, err error) {
 // Validate refuses a configuration that cannot mean what was asked, or
 // that would not be bounded.
 func (c *Config) Validate() error {
+	if c.Target == "" {
+		return errors.New("no target")
+	}
 	if len(c.Endpoints) == 0 {
 		return errors.New("no endpoints")
 	}
@@ -344,9 +354,9 @@ func requireLoopback(host string) error {
 	return nil
 }
 
-// checkURL applies the endpoint rules to a URL the cluster advertised (a
+// CheckURL applies the endpoint rules to a URL the cluster advertised (a
 // member's REST URL, for leader routing).
-func (c *Config) checkURL(raw string) (string, error) {
+func (c *Config) CheckURL(raw string) (string, error) {
 	raw = strings.TrimRight(raw, "/")
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvnode/kvnode/auth"
 	"github.com/kvnode/kvnode/bench/kvbench"
+	"github.com/kvnode/kvnode/bench/kvbench/kvrest"
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node"
 	"github.com/kvnode/kvnode/node/nodetest"
@@ -64,7 +65,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		results, err := kvbench.Run(ctx, cfg, kvbench.Output{})
+		results, err := kvbench.Run(ctx, cfg, kvrest.Dial, kvbench.Output{})
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
@@ -226,7 +227,7 @@ func TestEndToEnd(t *testing.T) {
 		cfg.Preload, cfg.Rate, cfg.MaxOps, cfg.Concurrency = false, 100, 50, []int{8}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		results, err := kvbench.Run(ctx, cfg, kvbench.Output{})
+		results, err := kvbench.Run(ctx, cfg, kvrest.Dial, kvbench.Output{})
 		if err != nil || len(results) != 1 {
 			t.Fatalf("%v, %v", results, err)
 		}
@@ -240,7 +241,7 @@ func TestEndToEnd(t *testing.T) {
 	// The region creation refuses a type the region does not have.
 	cfg := config(kvbench.Put, "events")
 	cfg.MaxOps = 1
-	if _, err := kvbench.Run(context.Background(), cfg, kvbench.Output{}); err == nil || !strings.Contains(err.Error(), "exists as PARTITION") {
+	if _, err := kvbench.Run(context.Background(), cfg, kvrest.Dial, kvbench.Output{}); err == nil || !strings.Contains(err.Error(), "exists as PARTITION") {
 		t.Errorf("creating events as REPLICATE: %v", err)
 	}
 }
@@ -329,7 +330,7 @@ func runPoint(t *testing.T, cfg kvbench.Config) (kvbench.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	results, err := kvbench.Run(ctx, cfg, kvbench.Output{})
+	results, err := kvbench.Run(ctx, cfg, kvrest.Dial, kvbench.Output{})
 	if len(results) == 0 {
 		return kvbench.Result{}, err
 	}

@@ -20,7 +20,7 @@ func WritePlot(w io.Writer, results []Result) error {
 		mode = fmt.Sprintf("fixed rate %s ops/s", Thousands(r.TargetRate))
 	}
 	c := svgplot.Chart{
-		Title:    fmt.Sprintf("kvbench %s on %s (%s)", r.Workload, r.Region, r.RegionType),
+		Title:    fmt.Sprintf("kvbench %s on %s", r.Workload, r.where()),
 		Subtitle: fmt.Sprintf("%s, %s, %d endpoint(s), %.0f s per point", mode, r.dataDesc(), r.Endpoints, r.Seconds),
 	}
 	if r.Label != "" {

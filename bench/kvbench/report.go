@@ -17,9 +17,10 @@ import (
 // always present (label only when given).
 type Result struct {
 	Label        string  `json:"label,omitempty"`
+	Target       string  `json:"target"` // kvnode, etcd (its JSON gateway), etcd-grpc
 	Workload     string  `json:"workload"`
-	Region       string  `json:"region"`
-	RegionType   string  `json:"region_type"` // REPLICATE or PARTITION
+	Region       string  `json:"region"`      // for etcd, the keys' prefix
+	RegionType   string  `json:"region_type"` // REPLICATE or PARTITION; "" for etcd
 	Mode         string  `json:"mode"`        // closed or fixed-rate
 	Concurrency  int     `json:"concurrency"`
 	TargetRate   float64 `json:"target_rate"` // ops/s; 0 in a closed loop
@@ -103,7 +104,7 @@ func perSecond(n int64, elapsed time.Duration) float64 {
 // describe fills the configuration's part of a result.
 func describe(cfg *Config, regionType string, clients int) Result {
 	r := Result{
-		Label: cfg.Label, Workload: string(cfg.Workload), Region: cfg.Region, RegionType: regionType,
+		Label: cfg.Label, Target: cfg.Target, Workload: string(cfg.Workload), Region: cfg.Region, RegionType: regionType,
 		Mode: "closed", Concurrency: clients, Consistency: "linearizable", Distribution: "uniform",
 		Keys: cfg.Keys, ValueBytes: len(value(0, 0, cfg.ValueSize)), Batch: 1,
 		Endpoints: len(cfg.Endpoints), Route: string(cfg.Route),
@@ -171,7 +172,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	if r.Concurrency == 1 {
 		clients = "client"
 	}
-	fmt.Fprintf(&b, "%s on %s (%s), %d %s, %s%s\n", r.Workload, r.Region, r.RegionType, r.Concurrency, clients, mode, label)
+	fmt.Fprintf(&b, "%s on %s, %d %s, %s%s\n", r.Workload, r.where(), r.Concurrency, clients, mode, label)
 	fmt.Fprintf(&b, "  %s", r.dataDesc())
 	if r.Batch > 1 {
 		fmt.Fprintf(&b, ", %d keys per request", r.Batch)
@@ -208,6 +209,15 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// where names what a result loaded: kvnode's region and its type, or for
+// another system (which has no regions) the target and the keys' prefix.
+func (r *Result) where() string {
+	if r.RegionType == "" {
+		return fmt.Sprintf("%s %s/...", r.Target, r.Region)
+	}
+	return fmt.Sprintf("%s (%s)", r.Region, r.RegionType)
 }
 
 // dataDesc says what the operations touch: the keys, their values and,

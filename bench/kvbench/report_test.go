@@ -115,7 +115,7 @@ func TestJSONOutput(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	fields := []string{"workload", "region", "region_type", "mode", "concurrency", "target_rate", "consistency",
+	fields := []string{"target", "workload", "region", "region_type", "mode", "concurrency", "target_rate", "consistency",
 		"distribution", "keys", "value_bytes", "batch", "read_percent", "endpoints", "route", "leader_routed", "seconds",
 		"ops", "ok", "conflicts", "errors", "unsent", "errors_by_kind", "ops_per_sec", "entries_per_sec", "latency_ms", "by_op"}
 	for _, f := range fields {
@@ -127,7 +127,7 @@ func TestJSONOutput(t *testing.T) {
 		t.Errorf("%d fields, want %d (a new field needs its place in this list and the README): %s", len(doc), len(fields), line)
 	}
 	want := map[string]any{
-		"workload": "mixed", "region": "orders", "region_type": "PARTITION", "mode": "fixed-rate", "concurrency": 8.0,
+		"target": "kvnode", "workload": "mixed", "region": "orders", "region_type": "PARTITION", "mode": "fixed-rate", "concurrency": 8.0,
 		"target_rate": 500.0, "consistency": "stale", "distribution": "zipf(s=1.1,v=1)", "keys": 1000.0, "value_bytes": 256.0,
 		"batch": 1.0, "read_percent": 90.0, "ops": 1015.0, "ok": 1010.0, "conflicts": 1.0, "errors": 4.0, "unsent": 12.0,
 		"ops_per_sec": 505.0, "seconds": 2.0,
@@ -182,6 +182,14 @@ func TestTextSummary(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("summary lacks %q:\n%s", want, text)
 		}
+	}
+
+	// A system without regions is named with the keys' prefix.
+	cfg.Target = "etcd-grpc"
+	r = describe(&cfg, "", 4)
+	buf.Reset()
+	if err := r.WriteText(&buf); err != nil || !strings.HasPrefix(buf.String(), "mixed on etcd-grpc orders/..., 4 clients") {
+		t.Errorf("etcd's summary: %v\n%s", err, buf.String())
 	}
 }
 

@@ -24,32 +24,28 @@ type Output struct {
 	Progress io.Writer
 }
 
-// leaderRefresh is how often --route leader asks again who leads.
-const leaderRefresh = 5 * time.Second
-
-// Run validates cfg, sets the run up (region, named query, preload),
-// then measures each point of the sweep in turn (warm-up, then the
-// measured phase), writing each result as it comes. It returns the
-// results so far, and stops early when ctx ends.
-func Run(ctx context.Context, cfg Config, out Output) ([]Result, error) {
+// Run validates cfg, dials its target, prepares the run (the target's
+// setup, then the preload), then measures each point of the sweep in turn
+// (warm-up, then the measured phase), writing each result as it comes. It
+// returns the results so far, and stops early when ctx ends.
+func Run(ctx context.Context, cfg Config, dial Dial, out Output) ([]Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Workload == Watch {
 		return nil, errors.New("the watch workload is run by package watchbench, not kvbench.Run")
 	}
-	b := &bench{cfg: &cfg, out: out, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
-	var err error
-	if b.tx, err = newTransport(&cfg, slices.Max(cfg.Concurrency)); err != nil {
+	t, err := dial(&cfg, slices.Max(cfg.Concurrency))
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", cfg.Target, err)
+	}
+	defer t.Close()
+	if err := checkTarget(&cfg, t.Client(0)); err != nil {
 		return nil, err
 	}
-	defer b.tx.close()
+	b := &bench{cfg: &cfg, out: out, target: t, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	if err := b.setup(ctx); err != nil {
 		return nil, err
-	}
-	if cfg.Route == Leader {
-		stop := b.refreshLeaders(ctx)
-		defer stop()
 	}
 	var results []Result
 	for i, clients := range cfg.Concurrency {
@@ -76,10 +72,9 @@ func Run(ctx context.Context, cfg Config, out Output) ([]Result, error) {
 type bench struct {
 	cfg        *Config
 	out        Output
-	tx         *transport
+	target     Target
 	run        string // the run's id, in fresh keys
 	regionType string
-	query      *queryPlan
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -88,94 +83,23 @@ func (b *bench) logf(format string, args ...any) {
 	}
 }
 
+// setup prepares the target, then preloads the key space (all workloads
+// but put-if-absent, which writes fresh keys, and load, which writes them).
 func (b *bench) setup(ctx context.Context) error {
 	cfg := b.cfg
-	if cfg.CreateRegion != "" {
-		if err := b.createRegion(ctx); err != nil {
-			return err
-		}
-	}
-	var err error
-	if b.regionType, err = b.lookupRegion(ctx); err != nil {
+	p, err := b.target.Prepare(ctx, b.logf)
+	if err != nil {
 		return err
 	}
-	if cfg.Route == Leader {
-		if err := b.findLeaders(ctx); err != nil {
-			return err
-		}
-	}
-	if cfg.Workload == Query {
-		b.query = newQueryPlan(cfg)
-		if cfg.NamedQuery {
-			if err := b.storeQuery(ctx); err != nil {
-				return err
-			}
-		}
-	}
+	b.regionType = p.RegionType
 	if cfg.Preload && cfg.Workload != PutIfAbsent && cfg.Workload != Load {
 		t0 := time.Now()
-		if err := preload(ctx, cfg, b.tx, min(slices.Max(cfg.Concurrency), 8)); err != nil {
+		if err := preload(ctx, cfg, b.target, min(slices.Max(cfg.Concurrency), 8)); err != nil {
 			return err
 		}
 		b.logf("preloaded %d keys into %s in %v", cfg.Keys, cfg.Region, time.Since(t0).Round(time.Millisecond))
 	}
 	return nil
-}
-
-// leaderWait bounds the wait for every group to have a leader, as a
-// cluster just started has not yet.
-const leaderWait = 10 * time.Second
-
-// findLeaders makes the first leader map, waiting up to leaderWait for a
-// leader in every group; the keys of a group still without one go round
-// robin until a refresh finds it.
-func (b *bench) findLeaders(ctx context.Context) error {
-	deadline := time.Now().Add(leaderWait)
-	for {
-		lm, err := b.fetchLeaders(ctx)
-		if err != nil {
-			return fmt.Errorf("--route leader: %w", err)
-		}
-		b.tx.leaders.Store(lm)
-		n := lm.unknown()
-		if n == 0 {
-			return nil
-		}
-		if !time.Now().Before(deadline) || !SleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
-			if lm.partitioned {
-				b.logf("leader routing: %d of %d buckets have no leader yet; their keys go round robin until one is elected", n, len(lm.bucketURL))
-			} else {
-				b.logf("leader routing: the control group has no leader yet; keys go round robin until one is elected")
-			}
-			return nil
-		}
-	}
-}
-
-// refreshLeaders asks who leads every leaderRefresh until stopped; a
-// failed look keeps the map it has.
-func (b *bench) refreshLeaders(ctx context.Context) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(leaderRefresh)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if lm, err := b.fetchLeaders(ctx); err == nil {
-					b.tx.leaders.Store(lm)
-				} else if ctx.Err() == nil {
-					b.logf("leader routing: %v (keeping the last map)", err)
-				}
-			}
-		}
-	}()
-	return func() { cancel(); wg.Wait() }
 }
 
 // point measures one point of the sweep: clients clients, after the
@@ -185,7 +109,7 @@ func (b *bench) point(ctx context.Context, index, clients int) Result {
 	workers := make([]*worker, clients)
 	next := new(atomic.Int64)
 	for c := range workers {
-		workers[c] = newWorker(c, index, cfg, b.tx, b.query, b.run)
+		workers[c] = newWorker(c, index, cfg, b.target.Client(c), b.run)
 		workers[c].next = next
 	}
 	op := func(ctx context.Context, c int) outcome { return workers[c].op(ctx) }
@@ -201,12 +125,17 @@ func (b *bench) point(ctx context.Context, index, clients int) Result {
 	}
 	p.duration = cfg.Duration
 	rec := newRecorder(clients)
-	b.tx.routed.Store(0)
+	routes, _ := b.target.(RouteCounter)
+	if routes != nil {
+		routes.TakeRouted()
+	}
 	stop := b.progress(rec, fmt.Sprintf("%s c=%d", cfg.Workload, clients))
 	pr := runPhase(ctx, p, op, rec)
 	stop()
 	r := describe(cfg, b.regionType, clients)
-	r.LeaderRouted = b.tx.routed.Load()
+	if routes != nil {
+		r.LeaderRouted = routes.TakeRouted()
+	}
 	r.Unsent = pr.unsent
 	total, byKind := rec.tallies()
 	r.measured(pr.elapsed, total, byKind)

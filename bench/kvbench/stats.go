@@ -44,7 +44,7 @@ const (
 type outcome struct {
 	kind    opKind
 	class   class
-	errKind string // when failed: a status code, timeout or transport
+	errKind string // when failed: OpError.Kind (a status code, timeout, transport...)
 	entries int    // entries written or read when done
 }
 

@@ -2,22 +2,21 @@ package kvbench
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 )
 
 // worker is one simulated client: its random source, its key choice, and
-// the count of its requests (which endpoint is next).
+// its way to the target.
 type worker struct {
 	id    int
 	cfg   *Config
-	tx    *transport
+	c     Client
 	rng   *rand.Rand
 	keys  keyChooser
 	names keyNamer
-	query *queryPlan
 	run   string // the run's id, in fresh keys
-	sent  uint64 // requests sent
 	fresh uint64 // fresh keys made
 	batch []int
 	// next is the load workload's cursor, shared by the point's clients:
@@ -25,9 +24,9 @@ type worker struct {
 	next *atomic.Int64
 }
 
-func newWorker(id int, point int, cfg *Config, tx *transport, query *queryPlan, run string) *worker {
+func newWorker(id int, point int, cfg *Config, c Client, run string) *worker {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(point)<<32|uint64(id)))
-	return &worker{id: id, cfg: cfg, tx: tx, rng: rng, keys: newKeyChooser(cfg, rng), names: newKeyNamer(cfg), query: query, run: run}
+	return &worker{id: id, cfg: cfg, c: c, rng: rng, keys: newKeyChooser(cfg, rng), names: newKeyNamer(cfg), run: run}
 }
 
 // op runs one operation of the workload.
@@ -49,79 +48,73 @@ func (w *worker) op(ctx context.Context) outcome {
 	case Load:
 		return w.load(ctx)
 	case Query:
-		return w.runQuery(ctx)
+		return classify(ctx, opQuery, 1, w.c.(QueryClient).Query(ctx, w.rng))
 	default:
 		return w.put(ctx)
 	}
 }
 
-// exchange sends r to the next endpoint and classifies the answer: want is
-// done, 409 a conflict when conflicts are the API's expected answer, any
-// other answer or none a failure.
-func (w *worker) exchange(ctx context.Context, kind opKind, r request, want int, conflicts bool) (answer, outcome) {
-	base := w.tx.endpoint(r, w.id, w.sent)
-	w.sent++
-	a, err := w.tx.send(ctx, base, r)
+// classify is how an operation that wrote or read entries ended: err nil
+// is done, ErrConflict a conflict (a lost race, expected under
+// concurrency), any other error a failure of its kind, but an error once
+// ctx has ended (an interrupt), which is not counted.
+func classify(ctx context.Context, kind opKind, entries int, err error) outcome {
 	o := outcome{kind: kind}
+	var oe *OpError
 	switch {
-	case err != nil && ctx.Err() != nil:
-		o.class = aborted
-	case err != nil:
-		o.class, o.errKind = failed, errorKind(a, err)
-	case a.status == want:
-		o.class, o.entries = done, 1
-	case conflicts && a.status == 409:
+	case err == nil:
+		o.class, o.entries = done, entries
+	case errors.Is(err, ErrConflict):
 		o.class = conflict
+	case ctx.Err() != nil:
+		o.class = aborted
+	case errors.As(err, &oe):
+		o.class, o.errKind = failed, oe.Kind
 	default:
-		o.class, o.errKind = failed, errorKind(a, nil)
+		o.class, o.errKind = failed, "error"
 	}
-	return a, o
+	return o
 }
 
 func (w *worker) put(ctx context.Context) outcome {
 	i := w.keys.next()
-	_, o := w.exchange(ctx, opPut, putRequest(w.cfg.Region, w.names.name(i), value(i, 0, w.cfg.ValueSize)), 200, false)
-	return o
+	return classify(ctx, opPut, 1, w.c.Put(ctx, w.names.name(i), value(i, 0, w.cfg.ValueSize)))
 }
 
 func (w *worker) get(ctx context.Context) outcome {
-	_, o := w.exchange(ctx, opGet, getRequest(w.cfg.Region, w.names.name(w.keys.next()), w.cfg.Stale), 200, false)
-	return o
+	return classify(ctx, opGet, 1, w.c.Get(ctx, w.names.name(w.keys.next())))
 }
 
-// create puts a key no one has used: it must be created (201).
+// create puts a key no one has used: it must be created.
 func (w *worker) create(ctx context.Context) outcome {
 	w.fresh++
 	key := w.names.fresh(w.run, w.id, w.fresh)
-	_, o := w.exchange(ctx, opCreate, createRequest(w.cfg.Region, key, value(int(w.fresh), 0, w.cfg.ValueSize)), 201, false)
-	return o
+	return classify(ctx, opCreate, 1, w.c.Create(ctx, key, value(int(w.fresh), 0, w.cfg.ValueSize)))
 }
 
-// cas is a read-modify-write as the REST API requires it: GET the current
-// value, then PUT ?op=CAS with it as @old and the next revision as @new.
-// Its latency is both round trips; a 409 (another client swapped first) is
-// a conflict, not an error.
+// cas is a read-modify-write: read the current value, then swap it for
+// the next revision. Its latency is both round trips; a lost race is a
+// conflict, not an error.
 func (w *worker) cas(ctx context.Context) outcome {
+	c := w.c.(CASClient)
 	i := w.keys.next()
 	key := w.names.name(i)
-	read := getRequest(w.cfg.Region, key, w.cfg.Stale)
-	read.keep = true
-	a, o := w.exchange(ctx, opCAS, read, 200, false)
-	if o.class != done {
+	old, err := c.Read(ctx, key)
+	if err != nil {
+		o := classify(ctx, opCAS, 1, err)
 		if o.class == failed {
 			o.errKind = "read " + o.errKind
 		}
 		return o
 	}
-	rev, err := revision(a.body)
+	rev, err := revision(old)
 	if err != nil {
 		return outcome{kind: opCAS, class: failed, errKind: "read: not a JSON object"}
 	}
-	_, o = w.exchange(ctx, opCAS, casRequest(w.cfg.Region, key, a.body, value(i, rev+1, w.cfg.ValueSize)), 200, true)
-	return o
+	return classify(ctx, opCAS, 1, c.CAS(ctx, key, old, value(i, rev+1, w.cfg.ValueSize)))
 }
 
-// multiPut writes Batch different keys in one request.
+// multiPut writes Batch different keys in one operation.
 func (w *worker) multiPut(ctx context.Context) outcome {
 	w.batch = distinctKeys(w.keys, w.cfg.Batch, w.cfg.Keys, w.batch)
 	keys := make([]string, len(w.batch))
@@ -129,11 +122,7 @@ func (w *worker) multiPut(ctx context.Context) outcome {
 	for j, i := range w.batch {
 		keys[j], values[j] = w.names.name(i), value(i, 0, w.cfg.ValueSize)
 	}
-	_, o := w.exchange(ctx, opMultiPut, multiPutRequest(w.cfg.Region, keys, values), 200, false)
-	if o.class == done {
-		o.entries = len(keys)
-	}
-	return o
+	return classify(ctx, opMultiPut, len(keys), w.c.PutMany(ctx, keys, values))
 }
 
 // load writes the next Batch keys of the key space not yet taken, each
@@ -144,24 +133,6 @@ func (w *worker) load(ctx context.Context) outcome {
 	if lo >= hi {
 		return outcome{kind: opMultiPut, class: failed, errKind: "no key left"}
 	}
-	keys := make([]string, 0, hi-lo)
-	values := make([][]byte, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		keys = append(keys, w.names.name(i))
-		values = append(values, value(i, 0, w.cfg.ValueSize))
-	}
-	r := putRequest(w.cfg.Region, keys[0], values[0])
-	if len(keys) > 1 {
-		r = multiPutRequest(w.cfg.Region, keys, values)
-	}
-	_, o := w.exchange(ctx, opMultiPut, r, 200, false)
-	if o.class == done {
-		o.entries = len(keys)
-	}
-	return o
-}
-
-func (w *worker) runQuery(ctx context.Context) outcome {
-	_, o := w.exchange(ctx, opQuery, w.query.request(w.query.binds(w.rng)), 200, false)
-	return o
+	keys, values := keyRange(w.cfg, w.names, lo, hi)
+	return classify(ctx, opMultiPut, len(keys), w.c.PutMany(ctx, keys, values))
 }

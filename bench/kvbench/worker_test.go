@@ -2,206 +2,183 @@ package kvbench
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// fakeMember serves the entry endpoints over a shared map, just enough of
-// the API to follow what a worker sends, and can be told to answer a
-// status instead.
-type fakeMember struct {
-	mu      sync.Mutex
-	entries map[string][]byte
-	log     []string // "<member> <method> <path>"
-	force   int      // when set, every answer
+// memTarget is a target over a map: what the engine asks of any system,
+// without a network. failPutMany answers that many PutMany calls with
+// failWith first.
+type memTarget struct {
+	mu          sync.Mutex
+	entries     map[string][]byte
+	clients     map[int]bool // the client ids asked for
+	failPutMany int
+	failWith    error
 }
 
-func (f *fakeMember) serve(name string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.log = append(f.log, name+" "+r.Method+" "+r.URL.RequestURI())
-		if f.force != 0 {
-			w.WriteHeader(f.force)
-			return
-		}
-		key := strings.TrimPrefix(r.URL.Path, "/kv/v1/orders/")
-		switch {
-		case strings.HasPrefix(r.URL.Path, "/kv/v1/queries/"):
-			_, _ = w.Write([]byte("[]"))
-		case r.Method == "POST":
-			f.entries[r.URL.Query().Get("key")] = body
-			w.WriteHeader(201)
-		case r.Method == "GET" && f.entries[key] != nil:
-			_, _ = w.Write(f.entries[key])
-		case r.Method == "GET":
-			w.WriteHeader(404)
-		case r.Method == "PUT" && r.URL.Query().Get("op") == "CAS":
-			var pair struct{ Old, New json.RawMessage }
-			_ = json.Unmarshal([]byte(strings.NewReplacer(`"@old"`, `"Old"`, `"@new"`, `"New"`).Replace(string(body))), &pair)
-			if string(pair.Old) != string(f.entries[key]) {
-				w.WriteHeader(409)
-				_, _ = w.Write(f.entries[key])
-				return
-			}
-			f.entries[key] = pair.New
-		case r.Method == "PUT":
-			f.entries[key] = body
-		}
-	}
+func newMemTarget() *memTarget {
+	return &memTarget{entries: map[string][]byte{}, clients: map[int]bool{}}
 }
 
-// fakeCluster is two members over one map.
-func fakeCluster(t *testing.T) (*fakeMember, []string) {
-	f := &fakeMember{entries: map[string][]byte{}}
-	var urls []string
-	for _, name := range []string{"m1", "m2"} {
-		s := httptest.NewServer(f.serve(name))
-		t.Cleanup(s.Close)
-		urls = append(urls, s.URL)
-	}
-	return f, urls
+func (m *memTarget) dial(cfg *Config, clients int) (Target, error) { return m, nil }
+
+func (m *memTarget) Prepare(context.Context, func(string, ...any)) (Prepared, error) {
+	return Prepared{}, nil
 }
 
-func testWorker(t *testing.T, cfg *Config) *worker {
-	t.Helper()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := newTransport(cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tx.close)
-	return newWorker(0, 0, cfg, tx, newQueryPlan(cfg), "run")
+func (m *memTarget) Client(id int) Client {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clients[id] = true
+	return memClient{m}
 }
 
-// TestCASWorker: a CAS reads the current value, then swaps it for the
-// next revision with the value read as @old; a lost race is a conflict;
-// the requests go to the endpoints in turn.
-func TestCASWorker(t *testing.T) {
-	f, urls := fakeCluster(t)
-	cfg := Default()
-	cfg.Endpoints, cfg.Workload, cfg.Keys = urls, CAS, 1
-	w := testWorker(t, &cfg)
-	key := w.names.name(0)
-	f.entries[key] = value(0, 5, cfg.ValueSize)
+func (m *memTarget) Close() error { return nil }
 
-	if o := w.op(context.Background()); o.class != done || o.kind != opCAS {
-		t.Fatalf("cas: %+v", o)
-	}
-	if rev, _ := revision(f.entries[key]); rev != 6 {
-		t.Errorf("after one CAS the stored revision is %d, want 6", rev)
-	}
-	want := []string{"m1 GET /kv/v1/orders/" + key, "m2 PUT /kv/v1/orders/" + key + "?op=CAS"}
-	if strings.Join(f.log, "\n") != strings.Join(want, "\n") {
-		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(f.log, "\n"), strings.Join(want, "\n"))
-	}
+type memClient struct{ m *memTarget }
 
-	// Another client swaps between our read and our CAS: 409, a conflict.
-	f.log = nil
-	read := getRequest(cfg.Region, key, false)
-	read.keep = true
-	a, _ := w.exchange(context.Background(), opCAS, read, 200, false)
-	f.entries[key] = value(0, 99, cfg.ValueSize)
-	if _, o := w.exchange(context.Background(), opCAS, casRequest(cfg.Region, key, a.body, value(0, 7, cfg.ValueSize)), 200, true); o.class != conflict {
-		t.Errorf("a stale @old: %+v, want a conflict", o)
-	}
-
-	// A missing key fails the read, named so; an unavailable member is
-	// an error of its status.
-	delete(f.entries, key)
-	if o := w.op(context.Background()); o.class != failed || o.errKind != "read 404" {
-		t.Errorf("a missing key: %+v, want failed, read 404", o)
-	}
-	f.force = 503
-	if o := w.op(context.Background()); o.class != failed || o.errKind != "read 503" {
-		t.Errorf("503: %+v", o)
-	}
+func (c memClient) Put(_ context.Context, key string, v []byte) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	c.m.entries[key] = v
+	return nil
 }
 
-// TestWorkers: each workload's operation sends its requests and counts
-// its entries.
-func TestWorkers(t *testing.T) {
-	cases := []struct {
+func (c memClient) Get(_ context.Context, key string) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if c.m.entries[key] == nil {
+		return &OpError{Kind: "404"}
+	}
+	return nil
+}
+
+func (c memClient) Create(_ context.Context, key string, v []byte) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if c.m.entries[key] != nil {
+		return &OpError{Kind: "exists"}
+	}
+	c.m.entries[key] = v
+	return nil
+}
+
+func (c memClient) PutMany(_ context.Context, keys []string, values [][]byte) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if c.m.failPutMany > 0 {
+		c.m.failPutMany--
+		return c.m.failWith
+	}
+	for i, k := range keys {
+		c.m.entries[k] = values[i]
+	}
+	return nil
+}
+
+// TestRunOnATarget: each workload that every target has runs its count
+// of operations through the target's clients, one client per simulated
+// client, and writes what it should.
+func TestRunOnATarget(t *testing.T) {
+	for _, c := range []struct {
 		workload Workload
-		prefix   string // of every request the operation sends
-		entries  int
+		entries  int64 // per operation
+		stored   int   // entries in the target afterwards
 	}{
-		{Put, "PUT /kv/v1/orders/k", 1},
-		{Get, "GET /kv/v1/orders/k", 1},
-		{PutIfAbsent, "POST /kv/v1/orders?key=knew-run-0-", 1},
-		{MultiPut, "PUT /kv/v1/orders/k", 5},
-		{Query, "GET /kv/v1/queries/adhoc?q=SELECT", 1},
-	}
-	for _, c := range cases {
-		f, urls := fakeCluster(t)
+		{Put, 1, 10},
+		{Get, 1, 10},
+		{Mixed, 1, 10},
+		{PutIfAbsent, 1, 100},
+		{MultiPut, 4, 10},
+		{Load, 4, 10},
+	} {
+		m := newMemTarget()
 		cfg := Default()
-		cfg.Endpoints, cfg.Workload, cfg.Keys, cfg.KeyPrefix, cfg.Batch = urls, c.workload, 10, "k", 5
-		w := testWorker(t, &cfg)
-		for i := range cfg.Keys {
-			f.entries[w.names.name(i)] = value(i, 0, 0)
+		cfg.Target, cfg.Workload, cfg.Keys, cfg.Batch, cfg.MaxOps = "mem", c.workload, 10, 4, 100
+		cfg.Concurrency, cfg.Duration = []int{3}, time.Minute
+		cfg.Preload = c.workload == Get || c.workload == Mixed
+		res, err := Run(context.Background(), cfg, m.dial, Output{})
+		if err != nil || len(res) != 1 {
+			t.Fatalf("%s: %v, %v", c.workload, res, err)
 		}
-		for range 4 {
-			if o := w.op(context.Background()); o.class != done || o.entries != c.entries {
-				t.Errorf("%s: %+v, want done with %d entries", c.workload, o, c.entries)
-			}
+		r := res[0]
+		want := cfg.MaxOps
+		if c.workload == Load {
+			want = 3 // 10 keys in batches of 4
 		}
-		if len(f.log) != 4 {
-			t.Errorf("%s: %d requests for 4 operations", c.workload, len(f.log))
+		if r.OK != want || r.Errors != 0 || r.Target != "mem" || r.RegionType != "" {
+			t.Errorf("%s: %d ok, %d errors %v, target %q; want %d ok", c.workload, r.OK, r.Errors, r.ErrorsByKind, r.Target, want)
 		}
-		for i, l := range f.log {
-			member := []string{"m1", "m2"}[i%2]
-			if !strings.HasPrefix(l, member+" "+c.prefix) {
-				t.Errorf("%s: request %d is %q, want %s %s...", c.workload, i, l, member, c.prefix)
-			}
+		if c.workload != Load && r.EntriesPerSec < float64(c.entries)*r.OpsPerSec*0.99 {
+			t.Errorf("%s: %v entries/s at %v ops/s", c.workload, r.EntriesPerSec, r.OpsPerSec)
+		}
+		if len(m.entries) != c.stored {
+			t.Errorf("%s: %d entries stored, want %d", c.workload, len(m.entries), c.stored)
+		}
+		if len(m.clients) != 3 || !m.clients[0] || !m.clients[2] {
+			t.Errorf("%s: clients %v, want 0, 1 and 2", c.workload, m.clients)
 		}
 	}
 }
 
-// TestLoadWritesEveryKeyOnce: the load workload's clients take the key
-// space in batches from one cursor: every key once, none twice, the last
-// batch short.
-func TestLoadWritesEveryKeyOnce(t *testing.T) {
-	var mu sync.Mutex
-	seen := map[string]int{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			_, _ = w.Write([]byte(`{"regions":[{"name":"orders","type":"REPLICATE"}]}`))
-			return
+// TestRunRefusesWhatATargetLacks: cas and query need a client that has
+// them.
+func TestRunRefusesWhatATargetLacks(t *testing.T) {
+	for _, w := range []Workload{CAS, Query} {
+		cfg := Default()
+		cfg.Target, cfg.Workload = "mem", w
+		if _, err := Run(context.Background(), cfg, newMemTarget().dial, Output{}); err == nil || !strings.Contains(err.Error(), "target mem has no") {
+			t.Errorf("%s on a target without it: %v", w, err)
 		}
-		path := strings.TrimPrefix(r.URL.Path, "/kv/v1/orders/")
-		mu.Lock()
-		for _, k := range strings.Split(path, ",") {
-			seen[k]++
-		}
-		mu.Unlock()
-		w.WriteHeader(200)
-	}))
-	defer srv.Close()
+	}
+}
+
+// TestPreloadRetries: the preload asks again while the target says it
+// may succeed later, and stops at an error that says it will not.
+func TestPreloadRetries(t *testing.T) {
 	cfg := Default()
-	cfg.Workload, cfg.Keys, cfg.Batch, cfg.KeyPrefix, cfg.ValueSize = Load, 1003, 10, "k-", 50
-	cfg.Endpoints, cfg.Concurrency, cfg.Duration = []string{srv.URL}, []int{4}, 10*time.Second
-	res, err := Run(context.Background(), cfg, Output{})
-	if err != nil {
-		t.Fatal(err)
+	cfg.Target, cfg.Workload, cfg.Keys, cfg.MaxOps, cfg.Concurrency = "mem", Get, 250, 10, []int{1}
+	m := newMemTarget()
+	m.failPutMany, m.failWith = 2, StatusError(503, "no leader")
+	if res, err := Run(context.Background(), cfg, m.dial, Output{}); err != nil || res[0].OK != 10 || len(m.entries) != 250 {
+		t.Errorf("after two 503s: %v, %d entries", err, len(m.entries))
 	}
-	if len(seen) != 1003 {
-		t.Errorf("%d distinct keys written, want 1003", len(seen))
+	m = newMemTarget()
+	m.failPutMany, m.failWith = 1, StatusError(403, "not allowed")
+	if _, err := Run(context.Background(), cfg, m.dial, Output{}); err == nil || !strings.Contains(err.Error(), "preload: keys kvbench-00000000..kvbench-00000099: 403: not allowed") {
+		t.Errorf("a 403: %v", err)
 	}
-	for k, n := range seen {
-		if n != 1 {
-			t.Errorf("key %s written %d times", k, n)
+}
+
+// TestClassify: how an operation's error becomes its outcome.
+func TestClassify(t *testing.T) {
+	ctx := context.Background()
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, c := range []struct {
+		ctx   context.Context
+		err   error
+		class class
+		kind  string
+	}{
+		{ctx, nil, done, ""},
+		{ctx, ErrConflict, conflict, ""},
+		{ctx, StatusError(503, ""), failed, "503"},
+		{ctx, TransportError(context.DeadlineExceeded), failed, "timeout"},
+		{ctx, TransportError(errors.New("connection refused")), failed, "transport"},
+		{ctx, errors.New("odd"), failed, "error"},
+		{ended, TransportError(context.Canceled), aborted, ""},
+	} {
+		o := classify(c.ctx, opGet, 1, c.err)
+		if o.class != c.class || o.errKind != c.kind {
+			t.Errorf("%v: class %d kind %q, want %d %q", c.err, o.class, o.errKind, c.class, c.kind)
 		}
 	}
-	if len(res) != 1 || res[0].OK != 101 || res[0].Errors != 0 {
-		t.Errorf("results %+v; want 101 requests (100 of 10 keys and one of 3), no error", res)
+	if !TransportError(errors.New("refused")).Retry || StatusError(404, "").Retry || !StatusError(503, "").Retry {
+		t.Error("retry: no answer and 503 may be retried, a 404 not")
 	}
 }

@@ -36,11 +36,10 @@ const (
 // flight), MaxOps (a bound on the writes) and Label. Its Workload must be
 // kvbench.Watch; it preloads nothing.
 type Config struct {
-	kvbench.Config
-	// Target is the system measured: TargetKvnode ("" too) or TargetEtcd
-	// (its JSON gateway; the region is then a key prefix, and
+	// Its Target is the system measured: TargetKvnode ("" too) or
+	// TargetEtcd (its JSON gateway; the region is then a key prefix, and
 	// CreateRegion is refused: etcd has no regions to create).
-	Target string
+	kvbench.Config
 	// Watchers is the number of SSE streams opened on the member.
 	Watchers int
 	// ReadyTimeout bounds the wait for every watcher's `ready` event.
@@ -56,7 +55,7 @@ type Config struct {
 // Default is a watch run of DefaultWatchers watchers and DefaultRate
 // writes per second on kvbench's default endpoint and region.
 func Default() Config {
-	c := Config{Config: kvbench.Default(), Target: TargetKvnode, Watchers: DefaultWatchers, ReadyTimeout: DefaultReadyTimeout,
+	c := Config{Config: kvbench.Default(), Watchers: DefaultWatchers, ReadyTimeout: DefaultReadyTimeout,
 		DrainTimeout: DefaultDrainTimeout, SampleEvery: DefaultSampleEvery}
 	c.Workload, c.Rate, c.ValueSize, c.Preload = kvbench.Watch, DefaultRate, 0, false
 	return c

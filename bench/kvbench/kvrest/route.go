@@ -1,10 +1,12 @@
-package kvbench
+package kvrest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/kvnode/kvnode/bench/kvbench"
 )
 
 // Leader routing (--route leader): every write goes through the leader of
@@ -82,31 +84,31 @@ type partitionsDoc struct {
 
 // fetchLeaders asks the cluster who leads (waiting while it answers 503,
 // as it does before the partition table exists).
-func (b *bench) fetchLeaders(ctx context.Context) (*leaderMap, error) {
-	partitioned := b.regionType == "PARTITION"
+func (t *target) fetchLeaders(ctx context.Context) (*leaderMap, error) {
+	partitioned := t.regionType == "PARTITION"
 	var cl clusterDoc
-	if err := b.getDoc(ctx, clusterRequest, "cluster view", &cl); err != nil {
+	if err := t.getDoc(ctx, clusterRequest, "cluster view", &cl); err != nil {
 		return nil, err
 	}
 	var pt partitionsDoc
 	if partitioned {
-		if err := b.getDoc(ctx, partitionsRequest, "partition table", &pt); err != nil {
+		if err := t.getDoc(ctx, partitionsRequest, "partition table", &pt); err != nil {
 			return nil, err
 		}
 	}
-	return buildLeaderMap(b.cfg, cl, pt, partitioned)
+	return buildLeaderMap(t.cfg, cl, pt, partitioned)
 }
 
 // buildLeaderMap joins the two documents: leader names to the URLs their
 // members advertise (which must pass the endpoint rules, as the endpoints
 // given did).
-func buildLeaderMap(cfg *Config, cl clusterDoc, pt partitionsDoc, partitioned bool) (*leaderMap, error) {
+func buildLeaderMap(cfg *kvbench.Config, cl clusterDoc, pt partitionsDoc, partitioned bool) (*leaderMap, error) {
 	urls := map[string]string{}
 	for _, m := range cl.Members {
 		if m.RESTURL == "" || m.Status != "alive" {
 			continue
 		}
-		u, err := cfg.checkURL(m.RESTURL)
+		u, err := cfg.CheckURL(m.RESTURL)
 		if err != nil {
 			return nil, err
 		}
@@ -132,8 +134,8 @@ func buildLeaderMap(cfg *Config, cl clusterDoc, pt partitionsDoc, partitioned bo
 }
 
 // getDoc GETs a JSON document.
-func (b *bench) getDoc(ctx context.Context, r request, what string, doc any) error {
-	a, err := b.call(ctx, r)
+func (t *target) getDoc(ctx context.Context, r request, what string, doc any) error {
+	a, err := t.call(ctx, r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

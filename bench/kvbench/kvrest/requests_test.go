@@ -1,4 +1,4 @@
-package kvbench
+package kvrest
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/kvnode/kvnode/bench/kvbench"
 )
 
 // TestRequests pins every request a workload sends: method, path and
@@ -66,7 +68,7 @@ func TestRequests(t *testing.T) {
 // wherever it appears, written into an ad-hoc text or bound in a named
 // run.
 func TestQueryPlan(t *testing.T) {
-	cfg := Default()
+	cfg := kvbench.Default()
 	cfg.Region = "events"
 	cfg.Query = "SELECT * FROM /{region} o WHERE o.customerId = $2 OR o.customerId > $1 OR o.purchaseOrderNo = $2"
 	q := newQueryPlan(&cfg)
@@ -90,12 +92,12 @@ func TestQueryPlan(t *testing.T) {
 	seen := map[int]bool{}
 	for range 1000 {
 		b := q.binds(rng)
-		if len(b) != 2 || b[0] < 0 || b[0] >= Customers {
+		if len(b) != 2 || b[0] < 0 || b[0] >= kvbench.Customers {
 			t.Fatalf("binds %v", b)
 		}
 		seen[b[0]] = true
 	}
-	if len(seen) < Customers/2 {
+	if len(seen) < kvbench.Customers/2 {
 		t.Errorf("binds drew %d different customers in 1000 draws", len(seen))
 	}
 

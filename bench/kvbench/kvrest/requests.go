@@ -1,4 +1,4 @@
-package kvbench
+package kvrest
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/kvnode/kvnode/bench/kvbench"
 )
 
 // The requests of the workloads, exactly as the REST API takes them
@@ -123,7 +125,7 @@ type queryPlan struct {
 }
 
 // newQueryPlan prepares cfg's query.
-func newQueryPlan(cfg *Config) *queryPlan {
+func newQueryPlan(cfg *kvbench.Config) *queryPlan {
 	q := &queryPlan{text: strings.ReplaceAll(cfg.Query, "{region}", cfg.Region), named: cfg.NamedQuery, id: cfg.QueryID, stale: cfg.Stale}
 	last := 0
 	for _, m := range placeholder.FindAllStringSubmatchIndex(q.text, -1) {
@@ -144,7 +146,7 @@ func newQueryPlan(cfg *Config) *queryPlan {
 func (q *queryPlan) binds(rng *rand.Rand) []int {
 	b := make([]int, q.params)
 	for i := range b {
-		b[i] = rng.IntN(Customers)
+		b[i] = rng.IntN(kvbench.Customers)
 	}
 	return b
 }

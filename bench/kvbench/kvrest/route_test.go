@@ -1,10 +1,12 @@
-package kvbench
+package kvrest
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/kvnode/kvnode/bench/kvbench"
 
 	"github.com/kvnode/kvnode/partition"
 )
@@ -52,7 +54,7 @@ func TestLeaderMap(t *testing.T) {
 	if err := json.Unmarshal([]byte(partitionsJSON()), &pt); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Default()
+	cfg := kvbench.Default()
 
 	// A replicated region: the control group's leader holds it.
 	lm, err := buildLeaderMap(&cfg, cl, pt, false)

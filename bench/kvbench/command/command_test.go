@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"bytes"
@@ -49,7 +49,7 @@ type result struct {
 
 func invoke(env []string, args ...string) result {
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, env, &out, &errOut)
+	code := Run(context.Background(), args, env, &out, &errOut, Targets())
 	return result{code, out.String(), errOut.String()}
 }
 
@@ -66,6 +66,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--distribution", "normal"}, "uniform or zipf"},
 		{[]string{"--concurrency", "1,x"}, "not a number"},
 		{[]string{"--workload", "scan"}, "workload"},
+		{[]string{"--target", "consul"}, `--target "consul": want kvnode, etcd`},
 		{[]string{"--password", "p", "--user", "u", "--password-file", "f"}, "give the password once"},
 		{[]string{"--endpoints", url, "extra"}, "unexpected argument"},
 		{[]string{"--no-such-flag"}, "unknown flag"},
@@ -180,5 +181,14 @@ func TestWatchWorkload(t *testing.T) {
 	defer f.mu.Unlock()
 	if n := f.auth[""]; n != 4 { // /metrics before the watchers, and the 3 watches
 		t.Errorf("requests: got %d, want 4 (metrics, 3 watches) and no write", n)
+	}
+}
+
+// TestEtcdTarget: --target etcd refuses what etcd does not have before
+// any request.
+func TestEtcdTarget(t *testing.T) {
+	r := invoke(nil, "--target", "etcd", "--create-region", "x:PARTITION", "-q")
+	if r.code != exitFailed || !strings.Contains(r.errOut, "target etcd: etcd has no regions to create") {
+		t.Errorf("exit %d, stderr %q", r.code, r.errOut)
 	}
 }

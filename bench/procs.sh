@@ -17,11 +17,14 @@ stop_pids() {
 # kill_pids PID...: SIGKILL each (a crash), and wait until each has gone.
 kill_pids() {
   local pid
-  for pid in "$@"; do ((pid > 0)) && kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "$@"; do
+    ((pid > 0)) || continue
+    disown "$pid" 2>/dev/null || true # so that bash reports no "Killed" job
+    kill -KILL "$pid" 2>/dev/null || true
+  done
   for pid in "$@"; do
     ((pid > 0)) || continue
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-    wait "$pid" 2>/dev/null || true # reaped here, so bash reports no "Killed"
   done
 }
 

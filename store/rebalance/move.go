@@ -252,7 +252,7 @@ func (m *Mover) copyBucket(ctx context.Context, mv partition.Move, st *Stats) er
 	if err := m.apply(ctx, mv.To, step(codec.BucketExpect, mv.Bucket, mv.ID)); err != nil {
 		return fmt.Errorf("expect: %w", err)
 	}
-	since, err := m.copyPages(ctx, mv, st)
+	since, err := m.copyPages(ctx, mv, st, true)
 	if err != nil {
 		return err
 	}
@@ -276,14 +276,20 @@ func (m *Mover) copyBucket(ctx context.Context, mv partition.Move, st *Stats) er
 	if err := m.apply(ctx, mv.To, step(codec.BucketExpect, mv.Bucket, mv.ID)); err != nil {
 		return fmt.Errorf("expect again: %w", err)
 	}
-	_, err = m.copyPages(ctx, mv, st)
+	_, err = m.copyPages(ctx, mv, st, false)
 	return err
 }
 
 // copyPages copies the bucket's entries, a page at a time, into the
-// target, and returns the source's position at the first page: every
-// change after it is in the delta since it.
-func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats) (history.Pos, error) {
+// target, and returns the position of the source's history that the
+// target is complete up to: every change after it is in the delta since
+// it. With deltas (the bucket not sealed), it also copies what changed
+// since the last position after every page, and moves the position on: so
+// the history has to reach back only one page's time, not the whole
+// copy's, and a bucket whose clients write faster than the history holds
+// during the copy is not copied again, sealed. A change to a key the pages
+// have not reached yet is copied early, then again by its page: harmless.
+func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats, deltas bool) (history.Pos, error) {
 	var after regions.BucketEntry
 	var since history.Pos
 	for first := true; ; first = false {
@@ -300,6 +306,11 @@ func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats) (hi
 		if !page.More || len(page.Entries) == 0 {
 			return since, nil
 		}
+		if deltas {
+			if since, deltas, err = m.catchUp(ctx, mv, since, st); err != nil {
+				return since, err
+			}
+		}
 		after = page.Entries[len(page.Entries)-1]
 		copied := 0
 		for _, e := range page.Entries {
@@ -309,6 +320,28 @@ func (m *Mover) copyPages(ctx context.Context, mv partition.Move, st *Stats) (hi
 			return since, err
 		}
 	}
+}
+
+// catchUp copies what changed in the bucket since the position since, and
+// returns the position the target is now complete up to, and whether
+// deltas can go on: not when the history no longer reaches back (the
+// delta after the seal then decides) or the source's build answers no
+// position.
+func (m *Mover) catchUp(ctx context.Context, mv partition.Move, since history.Pos, st *Stats) (history.Pos, bool, error) {
+	delta, err := m.pages.BucketDelta(ctx, mv.From, mv.Bucket, since)
+	if err != nil {
+		return since, false, fmt.Errorf("read the changes: %w", err)
+	}
+	if !delta.Delta || delta.Whole || delta.Pos == (history.Pos{}) {
+		return since, false, nil
+	}
+	if err := m.importPage(ctx, mv, delta.Entries, st); err != nil {
+		return since, false, err
+	}
+	if err := m.importPage(ctx, mv, delta.Removed, nil); err != nil {
+		return since, false, err
+	}
+	return delta.Pos, true, nil
 }
 
 // pace waits until the copied bytes of a page, after every page that

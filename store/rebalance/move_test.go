@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/fsm/codec"
 	"github.com/kvnode/kvnode/fsm/history"
 	"github.com/kvnode/kvnode/partition"
+	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/store/regions"
 )
 
@@ -169,5 +171,60 @@ func TestMoveKeepsToItsRate(t *testing.T) {
 	// last one ends the copy.
 	if took := time.Since(start); took < 380*time.Millisecond || took > 5*time.Second {
 		t.Errorf("the move took %v at 1 MB/s, want about 0.4 s", took)
+	}
+}
+
+// catchUpPages is pages whose deltas answer a position (as builds with
+// per-page deltas do): each delta moves it on by one, and they are
+// recorded.
+type catchUpPages struct {
+	pages
+	mu     sync.Mutex
+	sinces []history.Pos
+}
+
+func (p *catchUpPages) BucketDelta(_ context.Context, _ uint64, _ int, since history.Pos) (regions.BucketDelta, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sinces = append(p.sinces, since)
+	d := p.delta
+	d.Delta, d.Pos = true, history.Pos{Index: since.Index + 1}
+	return d, nil
+}
+
+// TestMoveCatchesUpAfterEveryPage: the source's changes are copied after
+// every page but the last, each delta since the position the one before
+// answered, and the delta after the seal since the last of them, so that
+// the history has to reach back one page's time, not the whole copy's.
+func TestMoveCatchesUpAfterEveryPage(t *testing.T) {
+	store := newMemStore(t, table(t, 4, 4))
+	var entries []regions.BucketEntry
+	for i := range 5 { // pages of two: three pages
+		entries = append(entries, regions.BucketEntry{Region: "p", RegionID: 9, Key: fmt.Sprintf("k%d", i), Value: []byte(`1`)})
+	}
+	src := &catchUpPages{pages: pages{entries: entries, delta: regions.BucketDelta{
+		Entries: []regions.BucketEntry{{Region: "p", RegionID: 9, Key: "k4", Value: []byte(`2`)}},
+		Removed: []regions.BucketEntry{{Region: "p", RegionID: 9, Key: "gone"}},
+	}}}
+	m := NewMover(store, src, nil)
+	if _, err := m.Move(context.Background(), 7, 2); err != nil {
+		t.Fatal(err)
+	}
+	want := []history.Pos{{Index: 0}, {Index: 1}, {Index: 2}} // after pages 1 and 2, then after the seal
+	if !slices.Equal(src.sinces, want) {
+		t.Errorf("deltas since %v, want %v", src.sinces, want)
+	}
+	// Each delta's entry and drop reached the target, between the pages.
+	imports, drops := 0, 0
+	for _, c := range store.applied {
+		if c.Op == codec.OpBucketImport && slices.Contains(c.Keys, "gone") {
+			drops++
+		}
+		if c.Op == codec.OpBucketImport && slices.ContainsFunc(c.Entries, func(e region.Entry) bool { return string(e.Value) == `2` }) {
+			imports++
+		}
+	}
+	if imports != 3 || drops != 3 {
+		t.Errorf("%d imports of the changed entry and %d drops, want 3 and 3", imports, drops)
 	}
 }

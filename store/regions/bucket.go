@@ -58,6 +58,10 @@ type BucketDelta struct {
 	// Delta is set by every build that reads deltas: an answer without it
 	// is a page from an older member, and counts as Whole.
 	Delta bool `json:"delta"`
+	// Pos is the position up to which the history was read: every change
+	// after it is in a BucketDelta since it (zero from a build before
+	// issue 29's per-page deltas).
+	Pos history.Pos `json:"pos,omitzero"`
 }
 
 // maxDeltaBytes bounds a BucketDelta's keys and values: a bucket that
@@ -179,6 +183,9 @@ func readDelta(f *fsm.FSM, b int, since history.Pos) BucketDelta {
 	var keys []key
 	seen := map[key]bool{}
 	size, whole := 0, false
+	// Taken before the history is read, so that the events after it are
+	// read here or by the next delta since it: none falls between.
+	pos := f.History().Position()
 	err := f.History().Since(since, func(e history.Event) bool {
 		switch {
 		case e.Type == region.EventClear:
@@ -196,7 +203,7 @@ func readDelta(f *fsm.FSM, b int, since history.Pos) BucketDelta {
 	if err != nil || whole {
 		return BucketDelta{Whole: true, Delta: true}
 	}
-	d := BucketDelta{Delta: true}
+	d := BucketDelta{Delta: true, Pos: pos}
 	for _, k := range keys {
 		if e, ok := f.BucketEntryOf(k.region, k.id, k.key); ok {
 			d.Entries = append(d.Entries, BucketEntry{Region: e.Region, RegionID: e.RegionID, Key: e.Key, Value: e.Value, Expires: e.Expires})

@@ -8,10 +8,12 @@
 //  2. T expects b (takes imports of it, serves none of it);
 //  3. S's entries of b, read a page at a time at a linearizable point
 //     while S still takes writes of b, are imported into T with their
-//     deadlines;
+//     deadlines, and after every page what S's change history names since
+//     the page before (a delta answers the position it read up to, so the
+//     history has to reach back one page's time);
 //  4. S seals b (its writes are refused with ErrWrongGroup and go again
 //     once the table changes; reads go on), and the keys of b that S's
-//     change history names after the first page are copied again as they
+//     change history names after the last delta are copied again as they
 //     are now, or dropped at T when S has none: writes of b pause only for
 //     this last pass. When the history no longer reaches back (or a region
 //     was cleared, or too much changed), T drops its copy and b is copied

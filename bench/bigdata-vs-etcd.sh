@@ -45,7 +45,7 @@ cleanup() {
   local rc=$?
   stop_pids "${PIDS[@]}"
   if ((rc != 0)); then
-    for f in "$WORK"/*.log; do [[ -f $f ]] && { echo "--- $(basename "$f") (last 10 lines)"; tail -10 "$f"; }; done >&2
+    tail_logs "$WORK"/*.log
   fi
   rm -rf "$WORK"
 }

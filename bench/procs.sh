@@ -58,3 +58,11 @@ bench_bins() {
     (cd "$root" && go build -o "$KVBENCH" ./cmd/kvbench)
   fi
 }
+
+# tail_logs FILE...: the last lines of each log that exists, on stderr (what
+# a script shows when it fails).
+tail_logs() {
+  local f
+  for f in "$@"; do [[ -f $f ]] && { echo "--- $(basename "$f") (last 15 lines)"; tail -15 "$f"; }; done >&2
+  return 0
+}

@@ -46,7 +46,7 @@ cleanup() {
   local rc=$?
   stop_pids "${PIDS[@]}"
   if ((rc != 0)); then
-    for i in 1 2 3; do echo "--- r$i log (last 15 lines)"; tail -15 "$WORK/n$i.log"; done >&2
+    tail_logs "$WORK"/*.log
   fi
   rm -rf "$WORK"
 }

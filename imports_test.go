@@ -104,6 +104,10 @@ func TestImportRules(t *testing.T) {
 		"rest/middleware": {only(module + "/rest"), module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
 		// The SSE answer of a watch: plain net/http over region's
 		// vocabulary; rest registers it and wraps it in Echo.
+		// Streamed listings: plain net/http over region's vocabulary.
+		"rest/liststream": {only(module + "/rest"), module + "/store", module + "/fsm", module + "/cluster", raftPkg, memberlistPkg, echoPkg},
+		// The single-hop contract: the routing document and its headers.
+		"rest/routing":    {only(module + "/rest"), module + "/store", module + "/fsm", module + "/cluster", raftPkg, memberlistPkg},
 		"rest/watch":      {only(module + "/rest"), module + "/store", module + "/fsm", module + "/cluster", raftPkg, memberlistPkg, echoPkg},
 		"store/catalog":   {module + "/store", module + "/fsm", module + "/rest", module + "/cluster", raftPkg, memberlistPkg, echoPkg},
 		"store/listing":   {module + "/store", module + "/rest", module + "/cluster", memberlistPkg, echoPkg},
@@ -130,6 +134,9 @@ func TestImportRules(t *testing.T) {
 		// no package of the server, not even region's vocabulary.
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
 		// The Server-Sent Events format, read: nothing of kvnode.
+		// The Go client: the standard library only, so that a program
+		// importing it pulls in nothing of the server.
+		"client":  {module},
 		"cli/sse": {module},
 		// The command line's typed values, as text: nothing of kvnode.
 		"cli/scalar": {module},

@@ -273,6 +273,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Backup:          n.serveBackup(cfg, logger.With("component", "backup")),
 		RemoveMember:    n.store.RemoveMember,
 		Rebalances:      rebalances{rebalanceOps},
+		Routing:         routingDoc{clusterView{store: n.store, members: n.cluster, admission: n.admission}, n.regions}.Document,
 		Watch: watch.Config{
 			MaxWatchers: cfg.MaxWatchers,
 			Buffer:      cfg.WatchBuffer,

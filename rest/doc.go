@@ -46,7 +46,7 @@
 //   - Region listings (GET /kv/v1/{region}?limit= and GET
 //     /kv/v1/{region}/keys) are streamed from copy-on-write snapshots of the
 //     groups' B-trees, merged in key order, through a 32 KiB buffer: a
-//     node's memory does not grow with the region (stream.go). The bytes
+//     node's memory does not grow with the region (package liststream). The bytes
 //     are those of the whole answer built at once.
 //   - Departure from rest-details.md: Content-Location names the listed
 //     keys only while that URL's path (/kv/v1/{region}/k1,k2,...) is at

@@ -13,6 +13,8 @@ import (
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest/input"
 	"github.com/kvnode/kvnode/rest/jsonout"
+	"github.com/kvnode/kvnode/rest/liststream"
+	"github.com/kvnode/kvnode/rest/routing"
 )
 
 // The handlers of /kv/v1: regions and their entries. Each parses and checks
@@ -38,7 +40,7 @@ func (s *Server) listRegions(c echo.Context) error {
 }
 
 // listEntries is GET /kv/v1/{region}?limit=: {"<region>":[values]} in key
-// order, streamed (stream.go), with Content-Location naming the keys of the
+// order, streamed (package liststream), with Content-Location naming the keys of the
 // values in order when that URL is one this server would accept
 // (MaxURLBytes); see the package doc for why a longer one is left out. When
 // no value is returned there is no key list to name, and so no
@@ -69,7 +71,8 @@ func (s *Server) listEntries(c echo.Context) error {
 		c.Response().Header().Set(headerContentLocation, loc)
 	}
 	open := append(append([]byte{'{'}, quoted...), ':', '[')
-	return s.streamList(c, ls, open, jsonout.WriteValue)
+	liststream.Write(c.Response(), c.Request(), s.log, contentTypeJSON, ls, open, jsonout.WriteValue, requestID(c))
+	return nil
 }
 
 // listLocation is the Content-Location of a listing: <base>/kv/v1/{region}/
@@ -107,7 +110,7 @@ func (s *Server) countEntries(c echo.Context) error {
 }
 
 // listKeys is GET /kv/v1/{region}/keys: {"keys":[...]}, streamed
-// (stream.go), with Geode's Location: <base>/kv/v1/{region}/keys.
+// (package liststream), with Geode's Location: <base>/kv/v1/{region}/keys.
 func (s *Server) listKeys(c echo.Context) error {
 	name, err := pathParam(c, "region")
 	if err != nil {
@@ -123,7 +126,8 @@ func (s *Server) listKeys(c echo.Context) error {
 	}
 	defer ls.Close()
 	c.Response().Header().Set(echo.HeaderLocation, keysURL(c, name))
-	return s.streamList(c, ls, []byte(`{"keys":[`), jsonout.NewKeyWriter().Write)
+	liststream.Write(c.Response(), c.Request(), s.log, contentTypeJSON, ls, []byte(`{"keys":[`), jsonout.NewKeyWriter().Write, requestID(c))
+	return nil
 }
 
 // keysURL is <base>/kv/v1/{region}/keys.
@@ -207,7 +211,7 @@ func (s *Server) createEntry(c echo.Context) error {
 	}
 	key, err = s.store.PutIfAbsent(c.Request().Context(), name, region.Entry{Key: key, Value: value}, ttl)
 	if err != nil {
-		return s.conflict(c, name, err)
+		return s.conflict(c, name, routing.SingleWrite(err, 1))
 	}
 	c.Response().Header().Set(echo.HeaderLocation, entryURL(c, name, key))
 	return c.NoContent(http.StatusCreated)
@@ -256,7 +260,7 @@ func (s *Server) putEntries(c echo.Context) error {
 			pairs[i] = region.CASPair{Key: k, Old: oldV, New: newV}
 		}
 		if err := s.store.CAS(ctx, name, pairs, ttl); err != nil {
-			return s.conflict(c, name, err)
+			return s.conflict(c, name, routing.SingleWrite(err, len(keys)))
 		}
 		return c.NoContent(http.StatusOK)
 	}
@@ -270,7 +274,7 @@ func (s *Server) putEntries(c echo.Context) error {
 		err = s.store.Put(ctx, name, entries, ttl)
 	}
 	if err != nil {
-		return err
+		return routing.SingleWrite(err, len(keys))
 	}
 	return c.NoContent(http.StatusOK)
 }
@@ -302,7 +306,7 @@ func (s *Server) deleteEntries(c echo.Context) error {
 		return err
 	}
 	if err := s.store.Delete(c.Request().Context(), name, keys); err != nil {
-		return err
+		return routing.SingleWrite(err, len(keys))
 	}
 	return c.NoContent(http.StatusOK)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/region"
 	"github.com/kvnode/kvnode/rest/middleware"
+	"github.com/kvnode/kvnode/rest/routing"
 	"github.com/kvnode/kvnode/rest/watch"
 )
 
@@ -151,6 +152,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		h.Set(headerRetryAfter, retry)
 	case http.StatusServiceUnavailable:
 		h.Set(headerRetryAfter, "1")
+		routing.SetOutcome(h, err)
 	case http.StatusMethodNotAllowed:
 		// The router sets Allow for its own 405s; a handler's 405 (DELETE on
 		// a partitioned region) allows the route's other methods.

@@ -115,6 +115,16 @@ func (s *Server) routes() {
 	// Cluster status for operators.
 	s.handle(http.MethodGet, managementPrefix+"/cluster", s.mgmtCluster)
 	s.handle(http.MethodGet, managementPrefix+"/partitions", s.mgmtPartitions)
+	s.handle(http.MethodGet, access.RoutingPath, func(c echo.Context) error {
+		if s.cfg.Routing == nil {
+			return echo.ErrNotFound
+		}
+		doc, err := s.cfg.Routing(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		return writeDoc(c, http.StatusOK, doc)
+	})
 	s.handle(http.MethodDelete, managementPrefix+"/members/:name", s.mgmtRemoveMember)
 	s.handle(http.MethodPatch, managementPrefix+"/partitions", s.mgmtRebalances)
 	s.handle(http.MethodPost, managementPrefix+operations.Path, s.mgmtRebalances)

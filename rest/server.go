@@ -13,6 +13,7 @@ import (
 	"github.com/kvnode/kvnode/function"
 	"github.com/kvnode/kvnode/rest/middleware"
 	"github.com/kvnode/kvnode/rest/operations"
+	"github.com/kvnode/kvnode/rest/routing"
 	"github.com/kvnode/kvnode/rest/watch"
 )
 
@@ -66,6 +67,8 @@ type Config struct {
 	// Rebalances runs Geode's rebalance operations and grows the
 	// partition groups (package rest/operations); nil: 404.
 	Rebalances operations.Rebalances
+	// Routing answers GET /management/v1/routing (package routing); nil: 404.
+	Routing func(ctx context.Context) (routing.Document, error)
 	// Watch tunes GET /kv/v1/watch (package watch). Its Compile, when
 	// nil, is oql's continuous queries (continuousQuery).
 	Watch watch.Config
@@ -157,7 +160,7 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 	// After routing: the client's URL back for everything that reads it;
 	// compression around everything that writes an answer; request bodies
 	// decoded only for authenticated requests.
-	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, middleware.Recover(s.log), s.authenticate, middleware.Decompress(), s.deadline)
+	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, middleware.Recover(s.log), s.authenticate, middleware.Decompress(), s.deadline, routing.CountHops)
 	s.routes()
 	return s
 }

@@ -27,6 +27,7 @@ type PartitionStatus struct {
 
 // PartitionTable is the partition table with what the groups' leaders say.
 type PartitionTable struct {
+	Version           uint64 // the table's version in the control group
 	PartitionGroups   int
 	ReplicationFactor int
 	Groups            []PartitionStatus
@@ -38,12 +39,12 @@ func (s *Store) Partitions(ctx context.Context) (PartitionTable, error) {
 	if _, err := s.router.controlRead(ctx, region.Linearizable); err != nil {
 		return PartitionTable{}, err
 	}
-	t, _, ok := s.router.view.get()
+	t, version, ok := s.router.view.get()
 	if !ok {
 		return PartitionTable{}, errNoTable
 	}
 	leaders := s.groupLeaders(ctx, t)
-	out := PartitionTable{PartitionGroups: t.P(), ReplicationFactor: t.RF}
+	out := PartitionTable{Version: version, PartitionGroups: t.P(), ReplicationFactor: t.RF}
 	for _, pg := range t.Groups {
 		ps := PartitionStatus{
 			Group:        pg.ID,

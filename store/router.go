@@ -129,6 +129,7 @@ func (r *Router) applyOnce(ctx context.Context, gid uint64, attempt int, data []
 		if err != nil {
 			return nil, err
 		}
+		region.NoteHop(ctx)
 		return r.client.apply(ctx, addr, gid, data, true)
 	}
 	if g.IsLeader() {
@@ -142,6 +143,7 @@ func (r *Router) applyOnce(ctx context.Context, gid uint64, attempt int, data []
 		// Raft still names us but we are no longer leader: wait for news.
 		return nil, fmt.Errorf("group %d: %w", g.ID(), region.ErrNotLeader)
 	}
+	region.NoteHop(ctx)
 	return r.fwd.Apply(ctx, addr, g.ID(), data)
 }
 
@@ -200,6 +202,7 @@ func (r *Router) readBarrier(ctx context.Context, g *raftgroup.Group, catchUp ti
 		_, err := g.ReadIndex(ctx)
 		return err
 	}
+	region.NoteHop(ctx) // the leader's read index, possibly shared with other reads
 	idx, err := g.LeaderIndex(ctx, func(ctx context.Context) (uint64, error) {
 		id, addr := g.Leader()
 		if id == "" {

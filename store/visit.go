@@ -66,6 +66,7 @@ func (r *Router) Visit(ctx context.Context, gid uint64, c region.Consistency, wh
 		if err != nil {
 			return struct{}{}, err
 		}
+		region.NoteHop(ctx)
 		return struct{}{}, remote(addr)
 	})
 	return err

@@ -23,6 +23,8 @@ const (
 	KVPrefix         = "/kv/v1"
 	ManagementPrefix = "/management/v1"
 	MetricsPath      = "/metrics"
+	// RoutingPath is the single-hop routing document (rest/routing).
+	RoutingPath = ManagementPrefix + "/routing"
 )
 
 // Route is a request as far as its permissions depend on it.
@@ -44,6 +46,10 @@ type Route struct {
 
 // Needs is what r needs before its handler runs.
 func Needs(r Route) []auth.Permission {
+	if r.Pattern == RoutingPath {
+		// Who leads which group: what /kv/v1/servers shows, and more.
+		return []auth.Permission{{Resource: "CLUSTER", Operation: "READ"}}
+	}
 	if strings.HasPrefix(r.Pattern, ManagementPrefix) {
 		return []auth.Permission{{Resource: "CLUSTER", Operation: "MANAGE"}}
 	}

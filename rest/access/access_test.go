@@ -22,6 +22,7 @@ func TestNeeds(t *testing.T) {
 		{"management", Route{Method: "POST", Pattern: "/management/v1/regions"}, []auth.Permission{{Resource: "CLUSTER", Operation: "MANAGE"}}},
 		{"servers", Route{Method: "GET", Pattern: "/kv/v1/servers"}, []auth.Permission{{Resource: "CLUSTER", Operation: "READ"}}},
 		{"metrics", Route{Method: "GET", Pattern: "/metrics"}, []auth.Permission{{Resource: "CLUSTER", Operation: "READ"}}},
+		{"routing", Route{Method: "GET", Pattern: "/management/v1/routing"}, []auth.Permission{{Resource: "CLUSTER", Operation: "READ"}}},
 		{"regions", Route{Method: "GET", Pattern: "/kv/v1"}, []auth.Permission{read}},
 		{"delete a named query", Route{Method: "DELETE", Pattern: "/kv/v1/queries/:id"}, []auth.Permission{write}},
 		{"run a named query: its handler", Route{Method: "POST", Pattern: "/kv/v1/queries/:id"}, nil},

@@ -1,0 +1,215 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config says where the cluster is and how to reach it. Only Endpoints is
+// required.
+type Config struct {
+	// Endpoints are base URLs of members: http://host:port or
+	// https://host:port. A bare host:port is http, or https when TLS is
+	// set. More members are learned from the routing document; these are
+	// the ones asked first.
+	Endpoints []string
+	// Username and Password are sent as HTTP Basic credentials when
+	// Username is not empty.
+	Username, Password string
+	// TLS configures https: the CAs to trust (RootCAs) and a client
+	// certificate (Certificates), whose common name is the user for members
+	// started with --client-cert-auth.
+	TLS *tls.Config
+	// DialTimeout bounds connecting to one member, so that an address that
+	// does not answer moves on to the next member (default 5 s).
+	DialTimeout time.Duration
+	// RetryFor bounds how long a request that may be sent again keeps
+	// being retried while no member can serve it (default 15 s); the
+	// context's deadline, when sooner, wins.
+	RetryFor time.Duration
+	// SkipFor is how long a member that could not be reached is skipped
+	// before it is tried again (default 5 s).
+	SkipFor time.Duration
+	// DisableSingleHop sends every request to the members in turn instead
+	// of to its key's leader.
+	DisableSingleHop bool
+	// MaxIdleConnsPerMember is how many idle connections are kept to each
+	// member for reuse (default 64): set it to the number of requests a
+	// program sends at once.
+	MaxIdleConnsPerMember int
+	// Transport, when set, carries every request instead of the client's
+	// own (TLS, DialTimeout and MaxIdleConnsPerMember are then its
+	// business); for tests and instrumentation.
+	Transport http.RoundTripper
+}
+
+// Client is a connection to a kvnode cluster, safe for concurrent use by
+// any number of goroutines. Make one per cluster and share it.
+type Client struct {
+	cfg  Config
+	hc   *http.Client
+	auth string // the Authorization header, or ""
+
+	// members are the configured endpoints, in order, then members
+	// learned from the routing document; byBase finds them.
+	mu      sync.Mutex
+	members []*member
+	byBase  map[string]*member
+	next    atomic.Uint64 // where the next request's turn starts
+
+	route *router // nil with DisableSingleHop
+}
+
+// member is one member's base URL and when it may be tried again.
+type member struct {
+	base      string
+	skipUntil atomic.Int64 // unix nanoseconds
+}
+
+// Defaults of Config.
+const (
+	defaultDialTimeout = 5 * time.Second
+	defaultRetryFor    = 15 * time.Second
+	defaultSkipFor     = 5 * time.Second
+	defaultIdleConns   = 64
+)
+
+// New checks cfg and makes a client. It does not connect: the first
+// request does.
+func New(cfg Config) (*Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("client: no endpoint: give the base URL of at least one member")
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = defaultDialTimeout
+	}
+	if cfg.RetryFor <= 0 {
+		cfg.RetryFor = defaultRetryFor
+	}
+	if cfg.SkipFor <= 0 {
+		cfg.SkipFor = defaultSkipFor
+	}
+	if cfg.MaxIdleConnsPerMember <= 0 {
+		cfg.MaxIdleConnsPerMember = defaultIdleConns
+	}
+	c := &Client{cfg: cfg, byBase: map[string]*member{}}
+	for _, raw := range cfg.Endpoints {
+		base, err := ParseBase(raw, cfg.TLS != nil)
+		if err != nil {
+			return nil, err
+		}
+		c.member(base)
+	}
+	if cfg.Username != "" {
+		c.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Username+":"+cfg.Password))
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = newTransport(cfg)
+	}
+	c.hc = &http.Client{
+		Transport: rt,
+		// A redirect is not part of this API: it is answered, not followed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if !cfg.DisableSingleHop {
+		c.route = newRouter(c)
+	}
+	return c, nil
+}
+
+// Close releases the idle connections. Requests in flight finish.
+func (c *Client) Close() error {
+	c.hc.CloseIdleConnections()
+	return nil
+}
+
+// ParseBase reads a member's base URL as Config.Endpoints takes it and
+// returns it without a trailing slash; a bare host:port gets http://, or
+// https:// when tlsGiven.
+func ParseBase(raw string, tlsGiven bool) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if !strings.Contains(raw, "://") {
+		scheme := "http://"
+		if tlsGiven {
+			scheme = "https://"
+		}
+		raw = scheme + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("client: endpoint %q: want a base URL such as http://localhost:8080", raw)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// member returns the member at base, adding it when new.
+func (c *Client) member(base string) *member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.byBase[base]; ok {
+		return m
+	}
+	m := &member{base: base}
+	c.byBase[base] = m
+	c.members = append(c.members, m)
+	return m
+}
+
+// snapshot is the members as they are now.
+func (c *Client) snapshot() []*member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members
+}
+
+// newTransport is the HTTP transport of a client of cfg: connections that
+// fail before anything is sent (refused, timed out, a refused TLS
+// handshake) are marked so that the request can go to another member.
+func newTransport(cfg Config) *http.Transport {
+	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	tlsConfig := cfg.TLS
+	if tlsConfig == nil {
+		tlsConfig = &tls.Config{}
+	}
+	tlsDialer := &tls.Dialer{NetDialer: dialer, Config: tlsConfig}
+	return &http.Transport{
+		// No proxy from the environment: members are addressed as given.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			return conn, notSent(err)
+		},
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := tlsDialer.DialContext(ctx, network, addr)
+			return conn, notSent(err)
+		},
+		MaxIdleConns:        0, // no bound across members
+		MaxIdleConnsPerHost: cfg.MaxIdleConnsPerMember,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   false, // the members speak HTTP/1.1
+	}
+}
+
+// notSentError is a failure before the request left: it may go to
+// another member whatever it is.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+func notSent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &notSentError{err}
+}

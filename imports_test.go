@@ -133,10 +133,10 @@ func TestImportRules(t *testing.T) {
 		// The client commands speak REST only, as any client of the API does:
 		// no package of the server, not even region's vocabulary.
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
-		// The Server-Sent Events format, read: nothing of kvnode.
 		// The Go client: the standard library only, so that a program
 		// importing it pulls in nothing of the server.
-		"client":  {module},
+		"client": {module},
+		// The Server-Sent Events format, read: nothing of kvnode.
 		"cli/sse": {module},
 		// The command line's typed values, as text: nothing of kvnode.
 		"cli/scalar": {module},

@@ -56,10 +56,15 @@ func stubClient(t *testing.T, endpoints ...string) *client.Client {
 // once and fails with ErrOutcomeUnknown.
 func TestNoResendOfUnknownWrite(t *testing.T) {
 	ops := map[string]func(r *client.Region) error{
-		"create":  func(r *client.Region) error { _, err := r.Create(context.Background(), "k", map[string]int{"a": 1}); return err },
+		"create": func(r *client.Region) error {
+			_, err := r.Create(context.Background(), "k", map[string]int{"a": 1})
+			return err
+		},
 		"replace": func(r *client.Region) error { return r.Replace(context.Background(), "k", map[string]int{"a": 1}) },
-		"cas":     func(r *client.Region) error { return r.CompareAndSet(context.Background(), "k", map[string]int{"a": 1}, map[string]int{"a": 2}) },
-		"delete":  func(r *client.Region) error { return r.Delete(context.Background(), "k") },
+		"cas": func(r *client.Region) error {
+			return r.CompareAndSet(context.Background(), "k", map[string]int{"a": 1}, map[string]int{"a": 2})
+		},
+		"delete": func(r *client.Region) error { return r.Delete(context.Background(), "k") },
 	}
 	for name, op := range ops {
 		t.Run(name, func(t *testing.T) {

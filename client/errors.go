@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
 )
 
 // Kinds of failure, for errors.Is.
@@ -17,11 +19,15 @@ var (
 	// (compare-and-set), or the thing to create exists (409). The *Error's
 	// Current holds the value found, when the answer carried one.
 	ErrConflict = errors.New("conflict")
-	// ErrUnauthorized: no credentials, or wrong ones (401).
+	// ErrUnauthorized: no credentials, or wrong ones (401); too many
+	// wrong ones lately (429: the member refuses the user's logins for a
+	// while); a member that refused the TLS handshake over the client's
+	// certificate (none, or one its client CA did not sign).
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden: the user lacks the permission (403).
 	ErrForbidden = errors.New("forbidden")
-	// ErrInvalid: the request was refused as malformed (400, 413, 415).
+	// ErrInvalid: the request was refused as malformed or not allowed
+	// (400, 405: say, clearing a partitioned region; 413, 414, 415).
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnavailable: no member could serve the request (a refused
 	// connection everywhere, or 503 until the retries ran out).
@@ -75,11 +81,16 @@ func (e *Error) Is(target error) bool {
 	case ErrConflict:
 		return e.Status == http.StatusConflict
 	case ErrUnauthorized:
-		return e.Status == http.StatusUnauthorized
+		return e.Status == http.StatusUnauthorized || e.Status == http.StatusTooManyRequests
 	case ErrForbidden:
 		return e.Status == http.StatusForbidden
 	case ErrInvalid:
-		return e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge || e.Status == http.StatusUnsupportedMediaType
+		switch e.Status {
+		case http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge,
+			http.StatusRequestURITooLong, http.StatusUnsupportedMediaType:
+			return true
+		}
+		return false
 	case ErrUnavailable:
 		return e.Status == http.StatusServiceUnavailable
 	case ErrOutcomeUnknown:
@@ -118,9 +129,41 @@ func causeOf(body []byte) string {
 type unreachableError struct{ attempts []error }
 
 func (e *unreachableError) Error() string {
-	return fmt.Sprintf("no member could be reached: %v", errors.Join(e.attempts...))
+	parts := make([]string, len(e.attempts))
+	for i, err := range e.attempts {
+		parts[i] = err.Error()
+	}
+	return "no member reachable: " + strings.Join(parts, "; ")
 }
 
 func (e *unreachableError) Is(target error) bool { return target == ErrUnavailable }
 
 func (e *unreachableError) Unwrap() []error { return e.attempts }
+
+// certRefusedError is a member refusing the TLS handshake over the
+// client's certificate: under TLS 1.3 the client hears of it only when it
+// reads the answer, but the member never read the request, so nothing was
+// applied; and every member checks certificates alike, so it is not sent
+// again.
+type certRefusedError struct {
+	member string
+	err    error
+}
+
+func (e *certRefusedError) Error() string {
+	return fmt.Sprintf("%s refused the TLS handshake (%v): it wants a client certificate that its client CA signed (Config.TLS.Certificates)", e.member, e.err)
+}
+
+func (e *certRefusedError) Unwrap() error { return e.err }
+
+func (e *certRefusedError) Is(target error) bool { return target == ErrUnauthorized }
+
+// certRefused is err as a *certRefusedError when it is a TLS alert about
+// the client's certificate that the member at base sent, else nil.
+func certRefused(base string, err error) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "remote error" || !strings.Contains(op.Err.Error(), "certificate") {
+		return nil
+	}
+	return &certRefusedError{member: base, err: err}
+}

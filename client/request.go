@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -58,10 +59,12 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 	}
 	deadline := time.Now().Add(c.cfg.RetryFor)
 	var refused []error
+	untrusted := 0 // refusals in a row over the member's certificate
 	for attempt := 0; ; attempt++ {
 		m := c.pick(target, attempt)
 		resp, err := c.send(ctx, m, r, version)
 		if err == nil {
+			record(ctx, resp)
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -69,7 +72,10 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		}
 		var ns *notSentError
 		var ae *Error
+		var cr *certRefusedError
 		switch {
+		case errors.As(err, &cr):
+			return nil, cr
 		case errors.As(err, &ns):
 			m.skipUntil.Store(time.Now().Add(c.cfg.SkipFor).UnixNano())
 			refused = append(refused, fmt.Errorf("%s: %w", m.base, ns.err))
@@ -77,8 +83,16 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 				c.route.stale() // the leader we knew is gone
 				target = ""
 			}
+			var cve *tls.CertificateVerificationError
+			if errors.As(ns.err, &cve) {
+				untrusted++
+			} else {
+				untrusted = 0
+			}
 			if n := len(c.snapshot()); len(refused)%n == 0 {
-				if !pause(ctx, deadline, attempt/n) {
+				// A certificate that every member's failed to verify
+				// will not verify later: no waiting for it.
+				if untrusted >= n || !pause(ctx, deadline, attempt/n) {
 					return nil, &unreachableError{attempts: refused}
 				}
 			}
@@ -141,7 +155,7 @@ func (c *Client) pick(target string, attempt int) *member {
 		}
 	}
 	ms := c.snapshot()
-	start := c.next.Add(1)
+	start := c.next.Add(1) - 1 // a new client's first request goes to the first endpoint
 	now := time.Now().UnixNano()
 	for i := range ms {
 		m := ms[(start+uint64(i))%uint64(len(ms))]
@@ -181,6 +195,9 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if refusal := certRefused(m.base, err); refusal != nil {
+			return nil, refusal
+		}
 		var ns *notSentError
 		if errors.As(err, &ns) {
 			return nil, ns

@@ -34,6 +34,10 @@ type WatchOptions struct {
 	// it is delivered, or the watch fails with ErrGone when the members no
 	// longer keep it.
 	From string
+	// OnResume, when set, is told why each time the watch tries again on
+	// another member (a stream broke, a member did not accept it): for a
+	// log, since nothing is lost. It runs on the goroutine that iterates.
+	OnResume func(err error)
 }
 
 // Event types.
@@ -56,11 +60,28 @@ type Event struct {
 	// Token is the position to resume after (WatchOptions.From); empty on
 	// initial entries, which cannot be resumed.
 	Token string `json:"-"`
+	// Data is the event's data as the member sent it, a JSON object, for
+	// a program that passes events on as they came.
+	Data json.RawMessage `json:"-"`
 }
 
 // ErrWatchEnded: the members ended a watch for good (its region was
-// destroyed, its named query deleted); the error says why.
+// destroyed, its named query deleted); the error, a *WatchEndedError, says
+// why.
 var ErrWatchEnded = errors.New("the watch ended")
+
+// WatchEndedError is the error of a watch that the members ended for
+// good: errors.Is(err, ErrWatchEnded).
+type WatchEndedError struct {
+	// Cause is why, as the member said.
+	Cause string
+	// Data is the end event's data as the member sent it.
+	Data json.RawMessage
+}
+
+func (e *WatchEndedError) Error() string { return ErrWatchEnded.Error() + ": " + e.Cause }
+
+func (e *WatchEndedError) Is(target error) bool { return target == ErrWatchEnded }
 
 // Timings of a watch.
 const (
@@ -163,7 +184,8 @@ func (w *watch) run(ctx context.Context, yield func(Event, error) bool) error {
 		if errors.As(err, &ae) && ae.Status != http.StatusServiceUnavailable {
 			return err // a refusal another member would repeat (410 too)
 		}
-		if errors.Is(err, errNotStream) {
+		var cr *certRefusedError
+		if errors.Is(err, errNotStream) || errors.As(err, &cr) {
 			return err
 		}
 		if accepted {
@@ -173,6 +195,9 @@ func (w *watch) run(ctx context.Context, yield func(Event, error) bool) error {
 			delay = 0
 		} else if time.Since(lastOK) > watchPatience {
 			return fmt.Errorf("%w: no member accepted the watch for %v; the last said: %w", ErrUnavailable, watchPatience, err)
+		}
+		if w.opts.OnResume != nil {
+			w.opts.OnResume(err)
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -240,7 +265,7 @@ func (w *watch) event(ev sseEvent) (Event, bool, error) {
 		return Event{}, false, fmt.Errorf("%w: event %s: its data is not JSON: %w", errNotStream, ev.Type, err)
 	}
 	out := d.Event
-	out.Type, out.Token = ev.Type, ev.ID
+	out.Type, out.Token, out.Data = ev.Type, ev.ID, json.RawMessage(ev.Data)
 	switch ev.Type {
 	case EventReady:
 		// Every stream starts with one, a resumed one too: the caller is
@@ -255,7 +280,7 @@ func (w *watch) event(ev sseEvent) (Event, bool, error) {
 		}
 		return Event{}, false, errors.New("the member ended the stream: " + d.Cause)
 	case "end":
-		return Event{}, false, fmt.Errorf("%w: %s", ErrWatchEnded, d.Cause)
+		return Event{}, false, &WatchEndedError{Cause: d.Cause, Data: out.Data}
 	case EventInitial:
 		out.Token = ""
 		if w.seen != nil {

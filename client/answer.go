@@ -1,0 +1,51 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// Answer is the raw answer of one call: what a typed method read before
+// it decoded it. Most programs never need it; one that must show or keep
+// the API's answer byte for byte as it came (a command line's JSON output,
+// a proxy, an audit log), or read a header that no method returns (the
+// statusMessage of a management answer is in its Body), asks for it with
+// WithAnswer.
+type Answer struct {
+	// Status and Header are the 2xx answer's.
+	Status int
+	Header http.Header
+	// Body is the answer's body as it came. It is nil for a streamed call
+	// (Keys, Values, Watch, a backup), whose body is read by the iterator
+	// or reader the call returned.
+	Body []byte
+	// Member is the base URL of the member that answered.
+	Member string
+}
+
+// answerKey is the context key of WithAnswer.
+type answerKey struct{}
+
+// WithAnswer returns a copy of ctx under which a call records its answer
+// in a, as net/http/httptrace hands a trace to a request through its
+// context:
+//
+//	var a client.Answer
+//	err := c.CreateRegion(client.WithAnswer(ctx, &a), info)
+//	fmt.Printf("%s\n", a.Body) // {"statusCode":"OK","statusMessage":"region orders created"}
+//
+// A call that succeeds writes a when its answer arrives; an error answer
+// leaves a alone (the *Error carries its Body). a is written without a
+// lock: give each call that may run at the same time an Answer of its own.
+func WithAnswer(ctx context.Context, a *Answer) context.Context {
+	return context.WithValue(ctx, answerKey{}, a)
+}
+
+// record writes resp into the Answer ctx carries, if any.
+func record(ctx context.Context, resp *response) {
+	a, _ := ctx.Value(answerKey{}).(*Answer)
+	if a == nil {
+		return
+	}
+	*a = Answer{Status: resp.status, Header: resp.header, Body: resp.body, Member: resp.member}
+}

@@ -136,8 +136,6 @@ func TestImportRules(t *testing.T) {
 		// The Go client: the standard library only, so that a program
 		// importing it pulls in nothing of the server.
 		"client": {module},
-		// The Server-Sent Events format, read: nothing of kvnode.
-		"cli/sse": {module},
 		// The command line's typed values, as text: nothing of kvnode.
 		"cli/scalar": {module},
 		// Tables and cells for people: nothing of kvnode.

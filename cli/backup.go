@@ -25,7 +25,7 @@ type backupSummary struct {
 
 func newBackupCmd(a *app) *cobra.Command {
 	var out string
-	c := command("backup --out FILE", "Save a backup of the whole cluster into a file", `
+	c := legacyCommand("backup --out FILE", "Save a backup of the whole cluster into a file", `
 Save a backup of every Raft group (GET /management/v1/backup: replicated and
 partitioned regions, index definitions, named queries, deployed functions,
 the partition table) into FILE. Each group's part is taken at a

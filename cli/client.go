@@ -15,12 +15,15 @@ import (
 	"time"
 )
 
-// client sends requests to a kvnode cluster's REST API. Any member answers
+// This file is the HTTP client the commands not yet on package client
+// use; it goes when they are.
+
+// legacyClient sends requests to a kvnode cluster's REST API. Any member answers
 // any request, so it tries the members' URLs in the order given and moves
 // on only when one cannot be reached; once a request has been sent, its
 // answer (whatever it is) is the answer, because sending a write twice is
 // not always harmless (a put-if-absent would then conflict with itself).
-type client struct {
+type legacyClient struct {
 	bases []*url.URL
 	http  *http.Client
 	// user and password are sent as HTTP Basic credentials when auth is set.
@@ -42,12 +45,18 @@ type clientOptions struct {
 // (a black hole, not a refusal) moves on to the next URL quickly.
 const dialTimeout = 5 * time.Second
 
+// options is the legacy client's options from the flags.
+func (f *connFlags) options() (clientOptions, error) {
+	cfg, err := f.config()
+	return clientOptions{URLs: cfg.Endpoints, User: cfg.Username, Password: cfg.Password, TLS: cfg.TLS, Timeout: f.timeout}, err
+}
+
 // newClient checks the URLs and builds a client.
-func newClient(o clientOptions) (*client, error) {
+func newClient(o clientOptions) (*legacyClient, error) {
 	if len(o.URLs) == 0 {
 		return nil, usagef("no URL of a member: give --url or KVNODE_URL")
 	}
-	c := &client{user: o.User, password: o.Password, auth: o.User != "", cert: o.TLS != nil && len(o.TLS.Certificates) > 0}
+	c := &legacyClient{user: o.User, password: o.Password, auth: o.User != "", cert: o.TLS != nil && len(o.TLS.Certificates) > 0}
 	for _, raw := range o.URLs {
 		u, err := parseBase(raw, o.TLS != nil)
 		if err != nil {
@@ -140,7 +149,7 @@ type response struct {
 
 // do sends req to the first member that can be reached and returns its
 // answer; an answer outside 2xx is an *APIError.
-func (c *client) do(ctx context.Context, req request) (*response, error) {
+func (c *legacyClient) do(ctx context.Context, req request) (*response, error) {
 	var attempts []error
 	for _, base := range c.bases {
 		resp, err := c.send(ctx, base, req)
@@ -155,7 +164,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 }
 
 // send sends req to one member.
-func (c *client) send(ctx context.Context, base *url.URL, req request) (*response, error) {
+func (c *legacyClient) send(ctx context.Context, base *url.URL, req request) (*response, error) {
 	u := *base
 	u.RawPath = base.EscapedPath() + req.Path
 	u.Path, _ = url.PathUnescape(u.RawPath)
@@ -229,3 +238,92 @@ func causeOf(body []byte) string {
 	}
 	return *doc.Cause
 }
+
+// APIError is an answer of the API outside 2xx: its status, the cause the
+// body gave ({"cause": ...}), and the body itself, which for a conflict is
+// the current value.
+type APIError struct {
+	Method string
+	Path   string
+	Status int
+	Cause  string
+	Body   []byte
+	// RetryAfter is the Retry-After header of a 503 or 429, if any.
+	RetryAfter string
+}
+
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("%s %s: %d %s", e.Method, e.Path, e.Status, http.StatusText(e.Status))
+	if e.Cause != "" {
+		msg += ": " + e.Cause
+	}
+	if e.RetryAfter != "" {
+		msg += " (retry after " + e.RetryAfter + "s)"
+	}
+	return msg
+}
+
+// legacyDeniedError is a refusal that came before any answer: a member refused
+// the TLS handshake, as one that requires a client certificate
+// (--client-cert-auth) refuses a client without one it accepts.
+type legacyDeniedError struct{ err error }
+
+func (e *legacyDeniedError) Error() string { return e.err.Error() }
+func (e *legacyDeniedError) Unwrap() error { return e.err }
+func (*legacyDeniedError) ExitCode() int   { return ExitDenied }
+
+// handshakeRefused is err as a legacyDeniedError when it is a TLS alert about
+// this client's certificate that the member sent (under TLS 1.3 a refused
+// client certificate is only heard of when the request is sent), else
+// nil. Nothing reached the API, and every member asks the same, so no
+// other member is tried.
+func handshakeRefused(err error, certSent bool) error {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "remote error" || !strings.Contains(op.Err.Error(), "certificate") {
+		return nil
+	}
+	hint := "give --cert and --key (or KVNODE_CERT and KVNODE_KEY) of a certificate its client CA signed"
+	if certSent {
+		hint = "the member does not accept the certificate of --cert (another CA's, expired, or not for client use?)"
+	}
+	return &legacyDeniedError{fmt.Errorf("the member refused the TLS handshake (%w): %s", err, hint)}
+}
+
+// unreachableError is every URL failing before a request could be sent.
+type unreachableError struct{ attempts []error }
+
+func (e *unreachableError) Error() string {
+	parts := make([]string, len(e.attempts))
+	for i, err := range e.attempts {
+		parts[i] = err.Error()
+	}
+	return "no member reachable: " + strings.Join(parts, "; ")
+}
+
+func (e *unreachableError) Unwrap() []error { return e.attempts }
+
+// statusExitCode maps an HTTP status outside 2xx to an exit code.
+func statusExitCode(status int) int {
+	switch status {
+	case http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge,
+		http.StatusRequestURITooLong, http.StatusUnsupportedMediaType:
+		return ExitBadInput
+	case http.StatusNotFound:
+		return ExitNotFound
+	case http.StatusConflict:
+		return ExitConflict
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests:
+		return ExitDenied
+	case http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return ExitUnavailable
+	case http.StatusGone:
+		return ExitGone
+	}
+	return ExitFailure
+}
+
+// ExitCode is e's exit code, from its status.
+func (e *APIError) ExitCode() int { return statusExitCode(e.Status) }
+
+// ExitCode: no member reachable.
+func (e *unreachableError) ExitCode() int { return ExitUnavailable }

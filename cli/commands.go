@@ -73,7 +73,7 @@ func (a *app) resolve(cmd *cobra.Command) error {
 }
 
 // client is a client for the connection flags.
-func (a *app) client() (*client, error) {
+func (a *app) client() (*legacyClient, error) {
 	o, err := a.conn.options()
 	if err != nil {
 		return nil, err
@@ -111,20 +111,17 @@ func (a *app) completeRegion(cmd *cobra.Command, args []string, _ string) ([]str
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
 	a.conn.timeout = completionTimeout
-	resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1"})
+	s, err := a.session(cmd)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
-	var doc struct {
-		Regions []struct {
-			Name string `json:"name"`
-		} `json:"regions"`
-	}
-	if decode(resp.Body, &doc, "GET /kv/v1") != nil {
+	defer s.close()
+	regions, err := s.Regions(s.ctx)
+	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
-	names := make([]string, len(doc.Regions))
-	for i, r := range doc.Regions {
+	names := make([]string, len(regions))
+	for i, r := range regions {
 		names[i] = r.Name
 	}
 	return names, cobra.ShellCompDirectiveNoFileComp
@@ -134,11 +131,32 @@ func (a *app) completeRegion(cmd *cobra.Command, args []string, _ string) ([]str
 const completionTimeout = 2 * time.Second
 
 // command builds a command: args checks its arguments (a wrong count is
-// the command line's fault, exit code 2) and fn runs it. A conflict that
-// came with the current value (an existing entry, a CAS mismatch, an
-// existing query or index) prints that value, as the API answered it,
-// before the error.
-func command(use, short, long string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, args []string) error) *cobra.Command {
+// the command line's fault, exit code 2) and fn runs it with the
+// command's session. A conflict that came with the current value (an
+// existing entry, a CAS mismatch, an existing query or index) prints that
+// value, as the API answered it, before the error.
+func (a *app) command(use, short, long string, args cobra.PositionalArgs, fn func(s *session, args []string) error) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Long: long,
+		Args: func(cmd *cobra.Command, as []string) error {
+			if err := args(cmd, as); err != nil {
+				return usagef("%s: %w", cmd.UseLine(), err)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, as []string) error {
+			s, err := a.session(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			return s.explain(fn(s, as))
+		},
+	}
+}
+
+// legacyCommand is command for the commands not yet on package client.
+func legacyCommand(use, short, long string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, args []string) error) *cobra.Command {
 	return &cobra.Command{
 		Use: use, Short: short, Long: long,
 		Args: func(cmd *cobra.Command, as []string) error {

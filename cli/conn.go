@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kvnode/kvnode/client"
 )
 
 // envPrefix starts the variables of the client flags, as it does the
@@ -99,42 +101,66 @@ func (f *connFlags) check() error {
 	return nil
 }
 
-// options turns the (checked) flags into a client's options, reading the
-// files they name.
-func (f *connFlags) options() (clientOptions, error) {
-	o := clientOptions{URLs: f.urls, User: f.user, Password: f.password, Timeout: f.timeout}
+// Bounds of the client's retries (package client's doc says which
+// requests it sends again): how long a command waits for a member while
+// none can serve it (an election takes a second or two; a command against
+// a cluster that is down should not hang), and how long a member that
+// could not be reached is passed over.
+const (
+	retryFor = 5 * time.Second
+	skipFor  = 2 * time.Second
+)
+
+// config turns the (checked) flags into a client's configuration, reading
+// the files they name.
+func (f *connFlags) config() (client.Config, error) {
+	if len(f.urls) == 0 {
+		return client.Config{}, usagef("no URL of a member: give --url or KVNODE_URL")
+	}
+	tlsGiven := f.cacert != "" || f.cert != "" || f.insecure
+	cfg := client.Config{Username: f.user, Password: f.password, RetryFor: retryFor, SkipFor: skipFor,
+		// One command sends a request or a few: reading the routing
+		// document first would cost more than the hop it saves.
+		DisableSingleHop: true}
+	for _, raw := range f.urls {
+		base, err := client.ParseBase(raw, tlsGiven)
+		if err != nil {
+			return cfg, usagef("--url %q: want a base URL such as http://localhost:8080", raw)
+		}
+		cfg.Endpoints = append(cfg.Endpoints, base)
+	}
 	if f.passwordFile != "" {
 		data, err := os.ReadFile(f.passwordFile)
 		if err != nil {
-			return o, usagef("--password-file: %w", err)
+			return cfg, usagef("--password-file: %w", err)
 		}
 		line, _, _ := strings.Cut(string(data), "\n")
-		o.Password = strings.TrimSuffix(line, "\r")
+		cfg.Password = strings.TrimSuffix(line, "\r")
 	}
-	if f.cacert == "" && f.cert == "" && !f.insecure {
-		return o, nil
+	if !tlsGiven {
+		return cfg, nil
 	}
 	// InsecureSkipVerify only when asked for by its name.
-	o.TLS = &tls.Config{InsecureSkipVerify: f.insecure}
+	cfg.TLS = &tls.Config{InsecureSkipVerify: f.insecure}
 	if f.cacert != "" {
 		pem, err := os.ReadFile(f.cacert)
 		if err != nil {
-			return o, usagef("--cacert: %w", err)
+			return cfg, usagef("--cacert: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return o, usagef("--cacert %s: no PEM certificate in it", f.cacert)
+			return cfg, usagef("--cacert %s: no PEM certificate in it", f.cacert)
 		}
-		o.TLS.RootCAs = pool
+		cfg.TLS.RootCAs = pool
 	}
 	if f.cert != "" {
 		pair, err := tls.LoadX509KeyPair(f.cert, f.key)
 		if err != nil {
-			return o, usagef("--cert/--key: %w", err)
+			return cfg, usagef("--cert/--key: %w", err)
 		}
-		o.TLS.Certificates = []tls.Certificate{pair}
+		cfg.TLS.Certificates = []tls.Certificate{pair}
 	}
-	return o, nil
+	return cfg, nil
 }
 
 // describeConn is the connection flags' part of a command's help.

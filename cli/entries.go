@@ -1,58 +1,59 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/kvnode/kvnode/cli/render"
 	"github.com/spf13/cobra"
+
+	"github.com/kvnode/kvnode/cli/render"
+	"github.com/kvnode/kvnode/client"
 )
 
 func newGetCmd(a *app) *cobra.Command {
 	var ignoreMissing bool
-	c := command("get REGION KEY...", "Read entries", `
+	c := a.command("get REGION KEY...", "Read entries", `
 Read the values of one or more keys (GET /kv/v1/REGION/KEY[,KEY...];
 permission DATA:READ:REGION). Keys may be separate arguments or a comma
 list. A missing key is "not found" (exit code 3) for a single key and a bad
 request (exit code 2) among several, unless --ignore-missing shows it as
 null. With -o json the answer as it came: the value for one key,
-{"REGION":[values...]} for several.`, cobra.MinimumNArgs(2), func(cmd *cobra.Command, args []string) error {
+{"REGION":[values...]} for several.`, cobra.MinimumNArgs(2), func(s *session, args []string) error {
 		keys, err := splitKeys(args[1:])
 		if err != nil {
 			return err
 		}
-		req := request{Method: http.MethodGet, Path: "/kv/v1/" + seg(args[0]) + "/" + keyPath(keys)}
-		if ignoreMissing {
-			req.Query = url.Values{"ignoreMissingKey": {"true"}}
+		r := s.Region(args[0])
+		var values []json.RawMessage
+		if len(keys) == 1 && !ignoreMissing {
+			var v json.RawMessage
+			v, err = r.Get(s.ctx, keys[0])
+			values = []json.RawMessage{v}
+		} else {
+			values, err = r.GetMany(s.ctx, keys)
 		}
-		resp, err := a.call(cmd, req)
 		if err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		if !ignoreMissing {
+			for i, v := range values {
+				if v == nil {
+					return &missingKeyError{region: args[0], key: keys[i]}
+				}
+			}
 		}
-		t := render.NewTable(p.out, "KEY", "VALUE")
-		if len(keys) == 1 {
-			t.Row(keys[0], render.Cell(resp.Body))
-			return t.Flush()
+		if s.p.json {
+			return s.raw()
 		}
-		var doc map[string][]json.RawMessage
-		if err := decode(resp.Body, &doc, "GET "+req.Path); err != nil {
-			return err
-		}
-		values := doc[args[0]]
+		t := render.NewTable(s.p.out, "KEY", "VALUE")
 		for i, k := range keys {
-			v := json.RawMessage("null")
-			if i < len(values) {
-				v = values[i]
+			v := values[i]
+			if v == nil {
+				v = json.RawMessage("null")
 			}
 			t.Row(k, render.Cell(v))
 		}
@@ -66,7 +67,7 @@ func newPutCmd(a *app) *cobra.Command {
 	var file, expect string
 	var ifAbsent, replace bool
 	var ttl time.Duration
-	c := command("put REGION KEY [VALUE|-]", "Write an entry", `
+	c := a.command("put REGION KEY [VALUE|-]", "Write an entry", `
 Write a JSON object as the value of KEY: from the argument, from --file, or
 from standard input with "-".
 
@@ -80,12 +81,12 @@ from standard input with "-".
                  seconds: 30s, 10m; 0: never, whatever the region's default)
 
 Permission DATA:WRITE:REGION:KEY. The answer has no body, so -o json prints
-nothing.`, cobra.RangeArgs(2, 3), func(cmd *cobra.Command, args []string) error {
+nothing.`, cobra.RangeArgs(2, 3), func(s *session, args []string) error {
 		arg := ""
 		if len(args) == 3 {
 			arg = args[2]
 		}
-		value, err := readValue(cmd, arg, file)
+		value, err := readValue(s.cmd, arg, file)
 		if err != nil {
 			return err
 		}
@@ -98,36 +99,36 @@ nothing.`, cobra.RangeArgs(2, 3), func(cmd *cobra.Command, args []string) error 
 		if modes > 1 {
 			return usagef("--if-absent, --replace and --expect exclude each other")
 		}
-		region, key := args[0], args[1]
-		req := request{Method: http.MethodPut, Path: "/kv/v1/" + seg(region) + "/" + seg(key), Query: url.Values{}, Body: value}
-		switch {
-		case ifAbsent:
-			req = request{Method: http.MethodPost, Path: "/kv/v1/" + seg(region), Query: url.Values{"key": {key}}, Body: value}
-		case replace:
-			req.Query.Set("op", "REPLACE")
-		case expect != "":
-			if !json.Valid([]byte(expect)) || !json.Valid(value) {
-				return usagef("--expect: the expected and the new value must both be JSON objects")
-			}
-			req.Query.Set("op", "CAS")
-			req.Body = fmt.Appendf(nil, `{"@old":%s,"@new":%s}`, bytes.TrimSpace([]byte(expect)), bytes.TrimSpace(value))
-		}
-		if cmd.Flags().Changed("ttl") {
+		var opts []client.Option
+		if s.cmd.Flags().Changed("ttl") {
 			secs, err := ttlSeconds(ttl)
 			if err != nil {
 				return err
 			}
-			req.Query.Set("ttl", strconv.FormatInt(secs, 10))
+			opts = append(opts, client.WithTTL(time.Duration(secs)*time.Second))
 		}
-		resp, err := a.call(cmd, req)
+		region, key := args[0], args[1]
+		r, v := s.Region(region), json.RawMessage(value)
+		switch {
+		case ifAbsent:
+			_, err = r.Create(s.ctx, key, v, opts...)
+		case replace:
+			err = r.Replace(s.ctx, key, v, opts...)
+		case expect != "":
+			if !json.Valid([]byte(expect)) || !json.Valid(value) {
+				return usagef("--expect: the expected and the new value must both be JSON objects")
+			}
+			err = r.CompareAndSet(s.ctx, key, json.RawMessage(expect), v, opts...)
+		default:
+			err = r.Put(s.ctx, key, v, opts...)
+		}
 		if err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		if s.p.json {
+			return s.raw()
 		}
-		_, err = fmt.Fprintf(p.out, "stored %s/%s\n", region, key)
+		_, err = fmt.Fprintf(s.p.out, "stored %s/%s\n", region, key)
 		return err
 	})
 	c.Flags().StringVarP(&file, "file", "f", "", "read the value from this file")
@@ -140,35 +141,35 @@ nothing.`, cobra.RangeArgs(2, 3), func(cmd *cobra.Command, args []string) error 
 
 func newDeleteCmd(a *app) *cobra.Command {
 	var all bool
-	c := command("delete REGION [KEY...]", "Delete entries", `
+	c := a.command("delete REGION [KEY...]", "Delete entries", `
 Delete keys (DELETE /kv/v1/REGION/KEY[,KEY...]): all or none; a missing key
 is "not found" (exit code 3) and nothing is deleted. With --all and no key,
 remove every entry of a replicated region (DELETE /kv/v1/REGION; a
-partitioned region refuses it, exit code 2). Permission DATA:WRITE:REGION.`, cobra.MinimumNArgs(1), func(cmd *cobra.Command, args []string) error {
-		path := "/kv/v1/" + seg(args[0])
-		what := "every entry of " + args[0]
+partitioned region refuses it, exit code 2). Permission DATA:WRITE:REGION.`, cobra.MinimumNArgs(1), func(s *session, args []string) error {
+		r, what := s.Region(args[0]), "every entry of "+args[0]
+		var err error
 		switch {
 		case all && len(args) > 1:
 			return usagef("--all deletes every entry: give no key with it")
 		case !all && len(args) == 1:
 			return usagef("give the keys to delete, or --all for every entry")
-		case !all:
-			keys, err := splitKeys(args[1:])
-			if err != nil {
-				return err
+		case all:
+			err = r.Clear(s.ctx)
+		default:
+			keys, kerr := splitKeys(args[1:])
+			if kerr != nil {
+				return kerr
 			}
-			path += "/" + keyPath(keys)
 			what = args[0] + "/" + strings.Join(keys, ",")
+			err = r.Delete(s.ctx, keys...)
 		}
-		resp, err := a.call(cmd, request{Method: http.MethodDelete, Path: path})
 		if err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		if s.p.json {
+			return s.raw()
 		}
-		_, err = fmt.Fprintln(p.out, "deleted", what)
+		_, err = fmt.Fprintln(s.p.out, "deleted", what)
 		return err
 	})
 	c.Flags().BoolVar(&all, "all", false, "delete every entry of the region (replicated regions only)")
@@ -176,29 +177,63 @@ partitioned region refuses it, exit code 2). Permission DATA:WRITE:REGION.`, cob
 }
 
 func newKeysCmd(a *app) *cobra.Command {
-	return command("keys REGION", "List the keys of a region", `
+	return a.command("keys REGION", "List the keys of a region", `
 List every key of a region, in key order (GET /kv/v1/REGION/keys;
 permission DATA:READ:REGION). With -o json the answer as it came:
-{"keys":[...]}.`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
-		path := "/kv/v1/" + seg(args[0]) + "/keys"
-		resp, err := a.call(cmd, request{Method: http.MethodGet, Path: path})
-		if err != nil {
-			return err
+{"keys":[...]}.`, cobra.ExactArgs(1), func(s *session, args []string) error {
+		if s.p.json {
+			return keysJSON(s, args[0])
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		var keys []string
+		for k, err := range s.Region(args[0]).Keys(s.ctx) {
+			if err != nil {
+				return err
+			}
+			keys = append(keys, k)
 		}
-		var doc struct {
-			Keys []string `json:"keys"`
-		}
-		if err := decode(resp.Body, &doc, "GET "+path); err != nil {
-			return err
-		}
-		t := render.NewTable(p.out, "KEY")
-		for _, k := range doc.Keys {
+		t := render.NewTable(s.p.out, "KEY")
+		for _, k := range keys {
 			t.Row(k)
 		}
 		return t.Flush()
 	})
 }
+
+// keysJSON prints a region's keys as the API's listing writes them,
+// {"keys":[...]}, while they arrive: a region of any size takes one key's
+// memory.
+func keysJSON(s *session, region string) error {
+	w := bufio.NewWriter(s.p.out)
+	var key bytes.Buffer
+	enc := json.NewEncoder(&key)
+	enc.SetEscapeHTML(false) // as the members write keys
+	w.WriteString(`{"keys":[`)
+	first := true
+	for k, err := range s.Region(region).Keys(s.ctx) {
+		if err != nil {
+			return err
+		}
+		if !first {
+			w.WriteByte(',')
+		}
+		first = false
+		key.Reset()
+		if err := enc.Encode(k); err != nil {
+			return err
+		}
+		w.Write(bytes.TrimSuffix(key.Bytes(), []byte("\n")))
+	}
+	w.WriteString("]}\n")
+	return w.Flush()
+}
+
+// missingKeyError is a key missing among several that get asked for
+// without --ignore-missing: the API would have refused the whole request
+// (400), and so does get.
+type missingKeyError struct{ region, key string }
+
+func (e *missingKeyError) Error() string {
+	return fmt.Sprintf("key %q of region %q not found (give --ignore-missing to show it as null)", e.key, e.region)
+}
+
+func (*missingKeyError) ExitCode() int { return ExitBadInput }

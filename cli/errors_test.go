@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/kvnode/kvnode/client"
 )
 
 // TestExitCode covers the statuses the cluster tests do not provoke.
@@ -14,16 +16,19 @@ func TestExitCode(t *testing.T) {
 		want int
 	}{
 		{nil, ExitOK},
-		{&APIError{Status: 413}, ExitBadInput},
-		{&APIError{Status: 415}, ExitBadInput},
-		{fmt.Errorf("wrapped: %w", &APIError{Status: 429}), ExitDenied},
-		{&APIError{Status: 503}, ExitUnavailable},
-		{&APIError{Status: 500}, ExitFailure},
-		{&APIError{Status: 410}, ExitGone},
-		{&APIError{Status: 502}, ExitFailure},
+		{&client.Error{Status: 405}, ExitBadInput},
+		{&client.Error{Status: 413}, ExitBadInput},
+		{&client.Error{Status: 414}, ExitBadInput},
+		{&client.Error{Status: 415}, ExitBadInput},
+		{fmt.Errorf("wrapped: %w", &client.Error{Status: 429}), ExitDenied},
+		{&client.Error{Status: 503}, ExitUnavailable},
+		{&client.Error{Status: 500}, ExitFailure},
+		{&client.Error{Status: 410}, ExitGone},
+		{&client.Error{Status: 502}, ExitFailure},
 		{Usage(errors.New("x")), ExitBadInput},
 		{fmt.Errorf("query: %w", context.DeadlineExceeded), ExitUnavailable},
-		{&unreachableError{}, ExitUnavailable},
+		{fmt.Errorf("%w: no member reachable", client.ErrUnavailable), ExitUnavailable},
+		{fmt.Errorf("%w: not JSON", client.ErrInvalidArgument), ExitBadInput},
 		{errors.New("anything"), ExitFailure},
 	} {
 		if got := ExitCode(tc.err); got != tc.want {

@@ -14,7 +14,7 @@ import (
 )
 
 func newFunctionCmd(a *app) *cobra.Command {
-	list := command("list", "List the functions (built-in and deployed)", `
+	list := legacyCommand("list", "List the functions (built-in and deployed)", `
 List the ids of every function (GET /kv/v1/functions; permission
 DATA:READ). With -o json the answer as it came: {"functions":[...]}.`, cobra.NoArgs, func(cmd *cobra.Command, _ []string) error {
 		resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1/functions"})
@@ -44,7 +44,7 @@ DATA:READ). With -o json the answer as it came: {"functions":[...]}.`, cobra.NoA
 func functionRunCmd(a *app) *cobra.Command {
 	var onRegion string
 	var onMembers, onGroups, filter, args []string
-	c := command("run ID", "Run a function", `
+	c := legacyCommand("run ID", "Run a function", `
 Run the function ID (POST /kv/v1/functions/ID; permission: what the function
 declares, DATA:WRITE by default). Without a target it runs on every member;
 --on-region, --on-members and --on-groups choose where, and --filter keys
@@ -132,7 +132,7 @@ func functionDeployCmd(a *app) *cobra.Command {
 		Timeout     string `json:"timeout,omitempty"`
 	}
 	var noResult bool
-	c := command("deploy ID FILE|-", "Deploy a JavaScript function", `
+	c := legacyCommand("deploy ID FILE|-", "Deploy a JavaScript function", `
 Deploy the JavaScript in FILE ("-" for standard input) as the function ID
 (PUT /management/v1/functions/ID; permission CLUSTER:MANAGE). The script
 defines execute(ctx); a script that does not compile is a bad request
@@ -168,7 +168,7 @@ defines execute(ctx); a script that does not compile is a bad request
 }
 
 func functionRemoveCmd(a *app) *cobra.Command {
-	return command("remove ID", "Remove a deployed function", `
+	return legacyCommand("remove ID", "Remove a deployed function", `
 Remove the deployed function ID (DELETE /management/v1/functions/ID;
 permission CLUSTER:MANAGE). An unknown ID is "not found" (exit code 3).`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
 		resp, err := a.call(cmd, request{Method: http.MethodDelete, Path: "/management/v1/functions/" + seg(args[0])})

@@ -10,7 +10,7 @@ import (
 )
 
 func newIndexCmd(a *app) *cobra.Command {
-	list := command("list REGION", "List a region's indexes", `
+	list := legacyCommand("list REGION", "List a region's indexes", `
 List the indexes of REGION (GET /management/v1/regions/REGION/indexes;
 permission CLUSTER:MANAGE). With -o json the answer as it came.`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
 		path := "/management/v1/regions/" + seg(args[0]) + "/indexes"
@@ -40,7 +40,7 @@ permission CLUSTER:MANAGE). With -o json the answer as it came.`, cobra.ExactArg
 	})
 
 	var from string
-	create := command("create REGION NAME EXPRESSION", "Create an index", `
+	create := legacyCommand("create REGION NAME EXPRESSION", "Create an index", `
 Create the index NAME on REGION over EXPRESSION, a member path of the FROM
 iterator (POST /management/v1/regions/REGION/indexes; permission
 CLUSTER:MANAGE). Without --from the iterator is the expression's first
@@ -69,7 +69,7 @@ An existing name is a conflict (exit code 4) that prints its definition.`, cobra
 	})
 	create.Flags().StringVar(&from, "from", "", `the FROM clause the expression is evaluated over, e.g. "/orders o"`)
 
-	drop := command("drop REGION NAME", "Drop an index", `
+	drop := legacyCommand("drop REGION NAME", "Drop an index", `
 Drop the index NAME of REGION (DELETE /management/v1/regions/REGION/indexes/NAME;
 permission CLUSTER:MANAGE). An unknown index is "not found" (exit code 3).`, cobra.ExactArgs(2), func(cmd *cobra.Command, args []string) error {
 		path := "/management/v1/regions/" + seg(args[0]) + "/indexes/" + seg(args[1])

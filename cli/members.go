@@ -7,7 +7,7 @@ import (
 )
 
 func newMemberCmd(a *app) *cobra.Command {
-	remove := command("remove NAME", "Remove a member that is gone for good", `
+	remove := legacyCommand("remove NAME", "Remove a member that is gone for good", `
 Remove a member that will not come back (a scaled-away pod, a lost machine)
 from the cluster now, instead of after --dead-member-timeout
 (DELETE /management/v1/members/NAME; permission CLUSTER:MANAGE): the

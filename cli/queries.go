@@ -21,7 +21,7 @@ func printRows(p printer, body []byte) error {
 
 func newQueryCmd(a *app) *cobra.Command {
 	var binds []string
-	c := command("query OQL", "Run an OQL query; list, create, update, run and delete named queries", `
+	c := legacyCommand("query OQL", "Run an OQL query; list, create, update, run and delete named queries", `
 Run an ad-hoc OQL query (GET /kv/v1/queries/adhoc?q=OQL; permission
 DATA:READ on every region it reads), for example
 
@@ -65,7 +65,7 @@ cause.`, cobra.ArbitraryArgs, func(cmd *cobra.Command, args []string) error {
 }
 
 func queryListCmd(a *app) *cobra.Command {
-	return command("list", "List the named queries", `
+	return legacyCommand("list", "List the named queries", `
 List the named queries (GET /kv/v1/queries; permission DATA:READ). With
 -o json the answer as it came: {"queries":[{"id":..,"oql":..}]}.`, cobra.NoArgs, func(cmd *cobra.Command, _ []string) error {
 		resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1/queries"})
@@ -106,7 +106,7 @@ Parameters are written $1, $2, ...: "kvnode query run" binds them.`
 Replace the text of the named query ID (PUT /kv/v1/queries/ID?q=OQL;
 permission DATA:READ). An unknown ID is "not found" (exit code 3).`
 	}
-	return command(use, short, long, cobra.ExactArgs(2), func(cmd *cobra.Command, args []string) error {
+	return legacyCommand(use, short, long, cobra.ExactArgs(2), func(cmd *cobra.Command, args []string) error {
 		req := request{Method: http.MethodPost, Path: "/kv/v1/queries", Query: url.Values{"id": {args[0]}, "q": {args[1]}}}
 		done := "created"
 		if update {
@@ -128,7 +128,7 @@ permission DATA:READ). An unknown ID is "not found" (exit code 3).`
 
 func queryRunCmd(a *app) *cobra.Command {
 	var binds []string
-	c := command("run ID", "Run a named query with bind values", `
+	c := legacyCommand("run ID", "Run a named query with bind values", `
 Run the named query ID with its bind values (POST /kv/v1/queries/ID with
 [{"@type":..,"@value":..}]; permission DATA:READ on every region it reads):
 
@@ -155,7 +155,7 @@ query cannot use is the API's 500 (exit code 1) with its cause.`, cobra.ExactArg
 }
 
 func queryDeleteCmd(a *app) *cobra.Command {
-	return command("delete ID", "Delete a named query", `
+	return legacyCommand("delete ID", "Delete a named query", `
 Delete the named query ID (DELETE /kv/v1/queries/ID; permission
 DATA:WRITE). An unknown ID is "not found" (exit code 3).`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
 		resp, err := a.call(cmd, request{Method: http.MethodDelete, Path: "/kv/v1/queries/" + seg(args[0])})

@@ -34,7 +34,7 @@ type rebalanceRecord struct {
 
 func newRebalanceCmd(a *app) *cobra.Command {
 	var wait bool
-	start := command("rebalance", "Even out buckets, replicas and leaderships over the members", `
+	start := legacyCommand("rebalance", "Even out buckets, replicas and leaderships over the members", `
 Start a rebalance (POST /management/v1/operations/rebalances; permission
 CLUSTER:MANAGE), as Geode's "gfsh rebalance": the partition regions'
 buckets move between partition groups, online, until each group owns about
@@ -50,7 +50,7 @@ end, printing progress, and fails (exit code 1) if it ends in ERROR.
 	})
 	start.Flags().BoolVar(&wait, "wait", false, "follow the rebalance until it ends")
 
-	status := command("status [ID]", "Show rebalance operations", `
+	status := legacyCommand("status [ID]", "Show rebalance operations", `
 Show one rebalance operation (GET /management/v1/operations/rebalances/ID)
 or, without an id, every one the cluster remembers, oldest first: status
 (IN_PROGRESS, SUCCESS, ERROR), when it started and ended, and what it
@@ -101,7 +101,7 @@ moved.`, cobra.MaximumNArgs(1), func(cmd *cobra.Command, args []string) error {
 func newPartitionsCmd(a *app) *cobra.Command {
 	var groups int
 	var wait bool
-	set := command("set --groups N", "Grow the partition groups of a running cluster", `
+	set := legacyCommand("set --groups N", "Grow the partition groups of a running cluster", `
 Grow the cluster's partition groups to N (PATCH /management/v1/partitions
 with {"groups": N}; permission CLUSTER:MANAGE): the new groups are placed
 on the members and a rebalance moves buckets into them, online, while the

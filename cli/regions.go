@@ -1,50 +1,39 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/kvnode/kvnode/cli/render"
 	"github.com/spf13/cobra"
+
+	"github.com/kvnode/kvnode/cli/render"
+	"github.com/kvnode/kvnode/client"
 )
 
 func newRegionCmd(a *app) *cobra.Command {
-	list := command("list", "List the regions and their types", `
+	list := a.command("list", "List the regions and their types", `
 List the regions (GET /kv/v1; permission DATA:READ). With -o json the
-answer as it came: {"regions":[{"name":..,"type":..}]}.`, cobra.NoArgs, func(cmd *cobra.Command, _ []string) error {
-		resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1"})
+answer as it came: {"regions":[{"name":..,"type":..}]}.`, cobra.NoArgs, func(s *session, _ []string) error {
+		regions, err := s.Regions(s.ctx)
 		if err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
-		}
-		var doc struct {
-			Regions []struct {
-				Name            string `json:"name"`
-				Type            string `json:"type"`
-				EntryTimeToLive int64  `json:"entryTimeToLive"`
-			} `json:"regions"`
-		}
-		if err := decode(resp.Body, &doc, "GET /kv/v1"); err != nil {
-			return err
+		if s.p.json {
+			return s.raw()
 		}
 		// The TTL column appears once some region has a default
 		// time-to-live: most clusters have none.
 		ttl := false
-		for _, r := range doc.Regions {
+		for _, r := range regions {
 			ttl = ttl || r.EntryTimeToLive > 0
 		}
 		cols := []string{"NAME", "TYPE"}
 		if ttl {
 			cols = append(cols, "TTL")
 		}
-		t := render.NewTable(p.out, cols...)
-		for _, r := range doc.Regions {
+		t := render.NewTable(s.p.out, cols...)
+		for _, r := range regions {
 			if ttl {
 				t.Row(r.Name, r.Type, showTTL(r.EntryTimeToLive))
 			} else {
@@ -56,68 +45,59 @@ answer as it came: {"regions":[{"name":..,"type":..}]}.`, cobra.NoArgs, func(cmd
 
 	var kind string
 	var ttl time.Duration
-	create := command("create NAME", "Create a region", `
+	create := a.command("create NAME", "Create a region", `
 Create a region (POST /management/v1/regions; permission CLUSTER:MANAGE):
 REPLICATE keeps every entry on every member, PARTITION spreads the entries
 over the partition groups. With --ttl (whole seconds: 90s, 15m, 24h) every
 entry written without a time-to-live of its own expires that long after
-its write. An existing region is a conflict (exit code 4).`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
-		cfg := map[string]any{"name": args[0], "type": strings.ToUpper(kind)}
-		if cmd.Flags().Changed("ttl") {
+its write. An existing region is a conflict (exit code 4).`, cobra.ExactArgs(1), func(s *session, args []string) error {
+		info := client.RegionInfo{Name: args[0], Type: strings.ToUpper(kind)}
+		if s.cmd.Flags().Changed("ttl") {
 			secs, err := ttlSeconds(ttl)
 			if err != nil {
 				return err
 			}
-			cfg["entryTimeToLive"] = secs
+			info.EntryTimeToLive = secs
 		}
-		body, err := json.Marshal(cfg)
-		if err != nil {
+		if err := s.CreateRegion(s.ctx, info); err != nil {
 			return err
 		}
-		resp, err := a.call(cmd, request{Method: http.MethodPost, Path: "/management/v1/regions", Body: body})
-		if err != nil {
-			return err
-		}
-		return message(a.printer(cmd), resp.Body, "region "+args[0]+" created")
+		return s.done("region " + args[0] + " created")
 	})
 	create.Flags().StringVarP(&kind, "type", "t", "REPLICATE", "REPLICATE or PARTITION")
 	create.Flags().DurationVar(&ttl, "ttl", 0, "the entries' default time-to-live, whole seconds (0: never expire)")
 
 	var newTTL time.Duration
-	alter := command("alter REGION --ttl DURATION", "Change a region's default entry time-to-live", `
+	alter := a.command("alter REGION --ttl DURATION", "Change a region's default entry time-to-live", `
 Change the default time-to-live of the region's entries (PATCH
 /management/v1/regions/REGION; permission CLUSTER:MANAGE): whole seconds,
 0 for never. It applies to writes after the change; entries already
-written keep their deadline.`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
-		if !cmd.Flags().Changed("ttl") {
+written keep their deadline.`, cobra.ExactArgs(1), func(s *session, args []string) error {
+		if !s.cmd.Flags().Changed("ttl") {
 			return usagef("region alter: give the new default time-to-live with --ttl")
 		}
 		secs, err := ttlSeconds(newTTL)
 		if err != nil {
 			return err
 		}
-		resp, err := a.call(cmd, request{Method: http.MethodPatch, Path: "/management/v1/regions/" + seg(args[0]),
-			Body: fmt.Appendf(nil, `{"entryTimeToLive":%d}`, secs)})
-		if err != nil {
+		if _, err := s.AlterRegion(s.ctx, args[0], secs); err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		if s.p.json {
+			return s.raw()
 		}
-		_, err = fmt.Fprintf(p.out, "region %s: entry time-to-live %s\n", args[0], showTTL(secs))
+		_, err = fmt.Fprintf(s.p.out, "region %s: entry time-to-live %s\n", args[0], showTTL(secs))
 		return err
 	})
 	alter.Flags().DurationVar(&newTTL, "ttl", 0, "the new default time-to-live, whole seconds (0: never expire)")
 
-	destroy := command("destroy REGION", "Destroy a region and every entry in it", `
+	destroy := a.command("destroy REGION", "Destroy a region and every entry in it", `
 Destroy a region and all its entries (DELETE /management/v1/regions/REGION;
-permission CLUSTER:MANAGE). There is no undo.`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
-		resp, err := a.call(cmd, request{Method: http.MethodDelete, Path: "/management/v1/regions/" + seg(args[0])})
-		if err != nil {
+permission CLUSTER:MANAGE). There is no undo.`, cobra.ExactArgs(1), func(s *session, args []string) error {
+		if err := s.DestroyRegion(s.ctx, args[0]); err != nil {
 			return err
 		}
-		return message(a.printer(cmd), resp.Body, "region "+args[0]+" deleted")
+		return s.done("region " + args[0] + " deleted")
 	})
 	return group("region", "List, create, alter and destroy regions", list, create, alter, destroy)
 }

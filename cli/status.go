@@ -57,7 +57,7 @@ type statusDoc struct {
 }
 
 func newStatusCmd(a *app) *cobra.Command {
-	return command("status", "Members, Raft groups and their leaders, regions and their sizes", `
+	return legacyCommand("status", "Members, Raft groups and their leaders, regions and their sizes", `
 Show the cluster as the member asked sees it: every member (gossip status,
 Raft suffrage, REST URL; a member that has not proved its identity over the
 internal port shows as refused or unverified, with the reason below the

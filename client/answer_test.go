@@ -117,7 +117,7 @@ func TestWatchOnResume(t *testing.T) {
 }
 
 // TestMoreKinds: the statuses a member answers besides those of the
-// entries' tests map to the kinds a program acts on.
+// entries' tests map to the kinds a program acts on; Retry-After is read.
 func TestMoreKinds(t *testing.T) {
 	for status, kind := range map[int]error{
 		http.StatusMethodNotAllowed:     client.ErrInvalid,
@@ -125,9 +125,14 @@ func TestMoreKinds(t *testing.T) {
 		http.StatusTooManyRequests:      client.ErrUnauthorized,
 		http.StatusUnsupportedMediaType: client.ErrInvalid,
 	} {
-		s := newStub(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) })
-		if err := stubClient(t, s.srv.URL).Region("r").Clear(context.Background()); !errors.Is(err, kind) {
-			t.Errorf("%d: %v, want %v", status, err, kind)
+		s := newStub(t, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(status)
+		})
+		err := stubClient(t, s.srv.URL).Region("r").Clear(context.Background())
+		var e *client.Error
+		if !errors.Is(err, kind) || !errors.As(err, &e) || e.RetryAfter != 30*time.Second {
+			t.Errorf("%d: %v, want %v and RetryAfter 30 s", status, err, kind)
 		}
 	}
 }

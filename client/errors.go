@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Kinds of failure, for errors.Is.
@@ -53,6 +54,10 @@ type Error struct {
 	Current json.RawMessage
 	// Body is the answer's body as it came.
 	Body []byte
+	// RetryAfter is how long the member asked to wait before trying again
+	// (the Retry-After of a 503 or 429, in seconds), 0 when it said
+	// nothing.
+	RetryAfter time.Duration
 	// unknown marks a 503 to a write that may have been applied; outcome
 	// is the answer's Kvnode-Outcome header.
 	unknown bool

@@ -219,6 +219,9 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 	if !ok {
 		e := apiError(r.method, m.base+r.path, resp.StatusCode, data)
 		e.outcome = resp.Header.Get(headerOutcome)
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			e.RetryAfter = time.Duration(secs) * time.Second
+		}
 		return nil, e
 	}
 	return &response{status: resp.StatusCode, header: resp.Header, body: data, member: m.base}, nil

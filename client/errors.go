@@ -156,7 +156,7 @@ type certRefusedError struct {
 }
 
 func (e *certRefusedError) Error() string {
-	return fmt.Sprintf("%s refused the TLS handshake (%v): it wants a client certificate that its client CA signed (Config.TLS.Certificates)", e.member, e.err)
+	return fmt.Sprintf("%s refused the TLS handshake (%v): no client certificate, or one its client CA did not sign", e.member, e.err)
 }
 
 func (e *certRefusedError) Unwrap() error { return e.err }

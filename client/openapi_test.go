@@ -31,9 +31,11 @@ func apiCalls() map[string]func(ctx context.Context, c *client.Client) {
 	r := func(c *client.Client) *client.Region { return c.Region("orders") }
 	v := map[string]int{"n": 1}
 	return map[string]func(ctx context.Context, c *client.Client){
-		"Client.Regions":       func(ctx context.Context, c *client.Client) { _, _ = c.Regions(ctx) },
-		"Client.RegionInfo":    func(ctx context.Context, c *client.Client) { _, _ = c.RegionInfo(ctx, "orders") },
-		"Client.CreateRegion":  func(ctx context.Context, c *client.Client) { _ = c.CreateRegion(ctx, client.RegionInfo{Name: "o", Type: client.Partition}) },
+		"Client.Regions":    func(ctx context.Context, c *client.Client) { _, _ = c.Regions(ctx) },
+		"Client.RegionInfo": func(ctx context.Context, c *client.Client) { _, _ = c.RegionInfo(ctx, "orders") },
+		"Client.CreateRegion": func(ctx context.Context, c *client.Client) {
+			_ = c.CreateRegion(ctx, client.RegionInfo{Name: "o", Type: client.Partition})
+		},
 		"Client.AlterRegion":   func(ctx context.Context, c *client.Client) { _, _ = c.AlterRegion(ctx, "orders", 30) },
 		"Client.DestroyRegion": func(ctx context.Context, c *client.Client) { _ = c.DestroyRegion(ctx, "orders") },
 		"Client.Routing":       func(ctx context.Context, c *client.Client) { _, _ = c.Routing(ctx) },
@@ -54,7 +56,9 @@ func apiCalls() map[string]func(ctx context.Context, c *client.Client) {
 		"Region.PutAll": func(ctx context.Context, c *client.Client) {
 			_ = r(c).PutAll(ctx, []client.Entry{{Key: "a", Value: v}, {Key: "b", Value: v}})
 		},
-		"Region.Create":        func(ctx context.Context, c *client.Client) { _, _ = r(c).Create(ctx, "a", v, client.WithTTL(time.Second)) },
+		"Region.Create": func(ctx context.Context, c *client.Client) {
+			_, _ = r(c).Create(ctx, "a", v, client.WithTTL(time.Second))
+		},
 		"Region.Replace":       func(ctx context.Context, c *client.Client) { _ = r(c).Replace(ctx, "a", v) },
 		"Region.CompareAndSet": func(ctx context.Context, c *client.Client) { _ = r(c).CompareAndSet(ctx, "a", v, v) },
 		"Region.Delete":        func(ctx context.Context, c *client.Client) { _ = r(c).Delete(ctx, "a", "b") },

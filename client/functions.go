@@ -136,8 +136,9 @@ func (f *Functions) Run(ctx context.Context, id string, target Target, args ...a
 // Function is a deployed JavaScript function: its source defines
 // execute(ctx) (see the function package's documentation on the members).
 type Function struct {
-	// ID names the function; it is the path's on deploy.
-	ID     string `json:"id"`
+	// ID names the function; on deploy it goes in the path, not the
+	// body.
+	ID     string `json:"id,omitempty"`
 	Source string `json:"source"`
 	// Permission is what running it needs, e.g. DATA:READ; empty means
 	// the members' default, DATA:WRITE.
@@ -181,7 +182,9 @@ func (f *Functions) Deploy(ctx context.Context, fn Function) (created bool, err 
 	if fn.ID == "" {
 		return false, fmt.Errorf("%w: a function needs an id", ErrInvalidArgument)
 	}
-	body, err := json.Marshal(functionJSON{Function: fn, HasResult: !fn.NoResult})
+	spec := fn
+	spec.ID = ""
+	body, err := json.Marshal(functionJSON{Function: spec, HasResult: !fn.NoResult})
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}

@@ -152,8 +152,11 @@ func TestFunctions(t *testing.T) {
 			}
 		}
 		var e *client.Error
-		if _, err := fs.Run(ctx(t), "SumField", client.Target{Region: "parts"}, 1); !errors.As(err, &e) || e.Status != http.StatusInternalServerError {
-			t.Errorf("SumField(1) = %v, want the API's 500 for a failed function", err)
+		if _, err := fs.Deploy(ctx(t), client.Function{ID: "throws", Source: `function execute() { throw new Error("no"); }`}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fs.Run(ctx(t), "throws", client.Target{}); !errors.As(err, &e) || e.Status != http.StatusInternalServerError || !strings.Contains(e.Message, "no") {
+			t.Errorf("Run(throws) = %v, want the API's 500 for a failed function", err)
 		}
 		if _, err := fs.Deploy(ctx(t), client.Function{ID: "broken", Source: "function execute( {"}); !errors.Is(err, client.ErrInvalid) {
 			t.Errorf("Deploy(a script that does not compile) = %v, want ErrInvalid", err)

@@ -10,71 +10,69 @@ import (
 	"time"
 )
 
-// Ping asks a member whether its REST service is up (GET /kv/v1/ping,
-// no credentials needed). It says nothing of the cluster's state: a member
-// without a leader answers too.
+// Ping asks a member whether its REST service is up (no credentials
+// needed); a member without a leader answers too.
 func (c *Client) Ping(ctx context.Context) error {
 	_, err := c.do(ctx, &request{method: http.MethodGet, path: "/kv/v1/ping", idempotent: true})
 	return err
 }
 
-// Servers is the REST base URLs of the live members, sorted, as gossip
-// knows them (GET /kv/v1/servers: CLUSTER:READ).
+// Servers is the live members' REST base URLs, sorted (CLUSTER:READ).
 func (c *Client) Servers(ctx context.Context) ([]string, error) {
 	var urls []string
-	if err := c.getJSON(ctx, "/kv/v1/servers", nil, "servers", &urls); err != nil {
-		return nil, err
-	}
-	return urls, nil
+	err := c.getJSON(ctx, "/kv/v1/servers", nil, "servers", &urls)
+	return urls, err
 }
 
-// Cluster is the handle on the cluster's operations: its status, the
-// partition table, members, rebalancing and backups (the management API:
-// CLUSTER:MANAGE).
+// Cluster is the handle on the cluster's operations (the management API:
+// CLUSTER:MANAGE), a type of its own to keep Client a short list.
 type Cluster struct{ c *Client }
 
 // Cluster returns the handle on the cluster's operations.
 func (c *Client) Cluster() *Cluster { return &Cluster{c: c} }
 
-// ClusterStatus is who leads the control group and every member known to
-// gossip or to Raft (GET /management/v1/cluster).
+// ClusterStatus is the control group's leader and Raft term, as the
+// answering member knows them, and every member known to gossip or Raft
+// (GET /management/v1/cluster).
 type ClusterStatus struct {
-	// Leader is the control group's leader's name; Term its Raft term as
-	// the answering member knows it.
 	Leader  string   `json:"leader"`
 	Term    uint64   `json:"term"`
 	Members []Member `json:"members"`
 }
 
-// Member is one member as gossip and the control group see it.
+// Member is one member as gossip and the control group see it. Groups are
+// its member groups (Target.Groups). Status is gossip's: alive, failed,
+// left, or unknown for a Raft member gossip has not heard of. Suffrage is
+// voter or nonvoter in the control group, "" outside it. Identity is
+// verified, unverified or refused by the answering member's identity
+// checks (Reason why not verified, IdentitySince since when, RFC 3339);
+// "" when unchecked.
 type Member struct {
-	Name         string   `json:"name"`
-	RESTURL      string   `json:"restUrl,omitempty"`
-	InternalAddr string   `json:"internalAddr,omitempty"`
-	GossipAddr   string   `json:"gossipAddr,omitempty"`
-	Groups       []string `json:"groups"` // its member groups (Target.Groups)
-	Version      string   `json:"version,omitempty"`
-	// Status is the gossip status: alive, failed, left, or unknown for a
-	// Raft member gossip has not heard of.
-	Status string `json:"status"`
-	// Suffrage is voter or nonvoter in the control group, empty when the
-	// member is not part of it.
-	Suffrage string `json:"suffrage"`
-	// Identity is verified, unverified or refused by the answering
-	// member's identity checks, Reason why it is not verified,
-	// IdentitySince since when (RFC 3339); empty when unchecked.
-	Identity      string `json:"identity,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	IdentitySince string `json:"identitySince,omitempty"`
+	Name          string   `json:"name"`
+	RESTURL       string   `json:"restUrl,omitempty"`
+	InternalAddr  string   `json:"internalAddr,omitempty"`
+	GossipAddr    string   `json:"gossipAddr,omitempty"`
+	Groups        []string `json:"groups"`
+	Version       string   `json:"version,omitempty"`
+	Status        string   `json:"status"`
+	Suffrage      string   `json:"suffrage"`
+	Identity      string   `json:"identity,omitempty"`
+	Reason        string   `json:"reason,omitempty"`
+	IdentitySince string   `json:"identitySince,omitempty"`
 }
 
 // Status reads the cluster's status.
 func (cl *Cluster) Status(ctx context.Context) (*ClusterStatus, error) {
-	var s ClusterStatus
-	if err := cl.c.getJSON(ctx, "/management/v1/cluster", nil, "cluster status", &s); err != nil {
+	return getAs[ClusterStatus](ctx, cl.c, "/management/v1/cluster", "cluster status")
+}
+
+// getAs GETs path and decodes the answer into a new T; nil on error.
+func getAs[T any](ctx context.Context, c *Client, path, what string) (*T, error) {
+	v := new(T)
+	if err := c.getJSON(ctx, path, nil, what, v); err != nil {
 		return nil, err
 	}
-	return &s, nil
+	return v, nil
 }
 
 // Partitions is the partition table and each partition group's state
@@ -86,16 +84,15 @@ type Partitions struct {
 	Groups            []PartitionGroup `json:"groups"`
 }
 
-// PartitionGroup is one partition group: its buckets and replicas.
+// PartitionGroup is one partition group. Members host it according to
+// the table, the first the preferred leader. Leader, Term, AppliedIndex,
+// Voters and NonVoters are its leader's report, empty when no member
+// answered; Term grows with every election, so watching it shows
+// elections nobody asked for.
 type PartitionGroup struct {
-	Group   uint64 `json:"group"`
-	Buckets []int  `json:"buckets"`
-	// Members host the group according to the table; the first is the
-	// preferred leader.
-	Members []string `json:"members"`
-	// Leader, Term, AppliedIndex, Voters and NonVoters are the leader's
-	// report, empty when no member answered. Term grows with every
-	// election: watching it shows elections nobody asked for.
+	Group        uint64   `json:"group"`
+	Buckets      []int    `json:"buckets"`
+	Members      []string `json:"members"`
 	Leader       string   `json:"leader"`
 	Term         uint64   `json:"term"`
 	AppliedIndex uint64   `json:"appliedIndex"`
@@ -105,35 +102,27 @@ type PartitionGroup struct {
 
 // Partitions reads the partition table.
 func (cl *Cluster) Partitions(ctx context.Context) (*Partitions, error) {
-	var p Partitions
-	if err := cl.c.getJSON(ctx, "/management/v1/partitions", nil, "partitions", &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return getAs[Partitions](ctx, cl.c, "/management/v1/partitions", "partitions")
 }
 
-// RemoveMember removes a member that is gone for good (DELETE
-// /management/v1/members/{name}) now rather than after the dead-member
-// timeout; its partition replicas move to the others. ErrNotFound when the
-// cluster has no such member; ErrConflict while the member still answers
-// gossip (stop it first: it would join again). It is not sent again when
-// its outcome is unknown, since a second removal answers ErrNotFound.
+// RemoveMember removes a member gone for good now rather than after the
+// dead-member timeout; its partition replicas move to the others.
+// ErrNotFound when the cluster has no such member; ErrConflict while it
+// still answers gossip (stop it first: it would join again); ErrInvalid
+// when the member asked is that member. A second removal answers
+// ErrNotFound, so one whose outcome is unknown is not sent again.
 func (cl *Cluster) RemoveMember(ctx context.Context, name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: no member name", ErrInvalidArgument)
-	}
-	_, err := cl.c.do(ctx, &request{method: http.MethodDelete, path: "/management/v1/members/" + url.PathEscape(name)})
+	_, err := call(ctx, cl.c, "member name", name, &request{method: http.MethodDelete, path: "/management/v1/members/" + url.PathEscape(name)})
 	return err
 }
 
-// Operation is a rebalance operation's record, in Geode's shape.
+// Operation is a rebalance's record, in Geode's shape. Status is
+// OperationInProgress, OperationSucceeded or OperationFailed; End is zero
+// while it runs.
 type Operation struct {
-	ID string `json:"operationId"`
-	// Status is OperationInProgress, OperationSucceeded or
-	// OperationFailed.
-	Status string    `json:"operationStatus"`
-	Start  time.Time `json:"operationStart"`
-	// End is zero while the operation runs.
+	ID     string          `json:"operationId"`
+	Status string          `json:"operationStatus"`
+	Start  time.Time       `json:"operationStart"`
 	End    time.Time       `json:"operationEnd"`
 	Result RebalanceResult `json:"result"`
 }
@@ -146,11 +135,10 @@ const (
 )
 
 // RebalanceResult is what a rebalance did, in total and per region.
+// StatusMessage says how it ended, or why it failed; PartitionGroups is
+// the count it grew the partition groups to first (0: none).
 type RebalanceResult struct {
-	// StatusMessage says how it ended, or why it failed.
-	StatusMessage string `json:"statusMessage"`
-	// PartitionGroups is the count it grew the partition groups to first
-	// (0: none).
+	StatusMessage    string            `json:"statusMessage"`
 	PartitionGroups  int               `json:"partitionGroups,omitempty"`
 	Regions          []RegionRebalance `json:"rebalanceRegionResults"`
 	BucketsMoved     int               `json:"bucketTransfersCompleted"`
@@ -168,29 +156,23 @@ type RegionRebalance struct {
 	Millis       int64  `json:"bucketTransferTimeInMilliseconds"`
 }
 
-// ErrRebalanceFailed: a rebalance ended in OperationFailed (Wait); the
-// Operation's Result.StatusMessage says why.
+// ErrRebalanceFailed: a rebalance Wait followed ended in OperationFailed.
 var ErrRebalanceFailed = errors.New("rebalance failed")
 
 const rebalancesPath = "/management/v1/operations/rebalances"
 
-// Rebalance starts a rebalance, which moves buckets and leaderships so
-// that every member carries its share, and returns its id; it runs in the
-// background (Wait follows it). It is not sent again when its outcome is
-// unknown: that could start a second one.
+// Rebalance starts a rebalance (buckets and leaderships move so that every
+// member carries its share) and returns its id for Wait. One whose outcome
+// is unknown is not sent again: that could start a second.
 func (cl *Cluster) Rebalance(ctx context.Context) (string, error) {
 	return cl.start(ctx, &request{method: http.MethodPost, path: rebalancesPath})
 }
 
 // GrowPartitions starts a rebalance that first grows the partition groups
-// to groups (PATCH /management/v1/partitions), and returns its id. Fewer
-// groups than the cluster has are refused with ErrInvalid: partition
-// groups are not removed.
+// to groups (PATCH /management/v1/partitions) and returns its id. Fewer
+// than the cluster has is ErrInvalid: partition groups are not removed.
 func (cl *Cluster) GrowPartitions(ctx context.Context, groups int) (string, error) {
-	body, err := json.Marshal(map[string]int{"groups": groups})
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidArgument, err)
-	}
+	body := []byte(fmt.Sprintf(`{"groups":%d}`, groups))
 	return cl.start(ctx, &request{method: http.MethodPatch, path: "/management/v1/partitions", body: body})
 }
 
@@ -209,45 +191,35 @@ func (cl *Cluster) start(ctx context.Context, r *request) (string, error) {
 	return doc.ID, nil
 }
 
-// Operation reads the rebalance operation id; ErrNotFound when unknown.
+// Operation reads the rebalance id; ErrNotFound when unknown.
 func (cl *Cluster) Operation(ctx context.Context, id string) (*Operation, error) {
-	if id == "" {
-		return nil, fmt.Errorf("%w: no operation id", ErrInvalidArgument)
-	}
-	var op Operation
-	if err := cl.c.getJSON(ctx, rebalancesPath+"/"+url.PathEscape(id), nil, "operation", &op); err != nil {
+	if err := named("operation id", id); err != nil {
 		return nil, err
 	}
-	return &op, nil
+	return getAs[Operation](ctx, cl.c, rebalancesPath+"/"+url.PathEscape(id), "operation")
 }
 
-// Operations is every rebalance operation the cluster remembers, oldest
-// first.
+// Operations is every rebalance the cluster remembers, oldest first.
 func (cl *Cluster) Operations(ctx context.Context) ([]Operation, error) {
 	var doc struct {
 		Result []Operation `json:"result"`
 	}
-	if err := cl.c.getJSON(ctx, rebalancesPath, nil, "operations", &doc); err != nil {
-		return nil, err
-	}
-	return doc.Result, nil
+	err := cl.c.getJSON(ctx, rebalancesPath, nil, "operations", &doc)
+	return doc.Result, err
 }
 
-// Wait follows the rebalance operation id until it ends or ctx does, and
-// returns its record: an error wrapping ErrRebalanceFailed when it
-// failed, ctx's error when ctx ended first. It polls, every 100 ms at
-// first and every 2 s at most, since a rebalance takes seconds to hours.
+// Wait polls the rebalance id until it ends (every 100 ms at first, at
+// most every 2 s: it takes seconds to hours) and returns its record, with
+// an error wrapping ErrRebalanceFailed if it failed, or ctx's if ctx ends.
 func (cl *Cluster) Wait(ctx context.Context, id string) (*Operation, error) {
-	wait := 100 * time.Millisecond
-	for {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		op, err := cl.Operation(ctx, id)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		switch op.Status {
-		case OperationSucceeded:
+		case op.Status == OperationSucceeded:
 			return op, nil
-		case OperationFailed:
+		case op.Status == OperationFailed:
 			return op, fmt.Errorf("rebalance %s: %w: %s", id, ErrRebalanceFailed, op.Result.StatusMessage)
 		}
 		t := time.NewTimer(wait)
@@ -257,6 +229,5 @@ func (cl *Cluster) Wait(ctx context.Context, id string) (*Operation, error) {
 			return op, fmt.Errorf("waiting for rebalance %s: %w", id, ctx.Err())
 		case <-t.C:
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 }

@@ -6,21 +6,21 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // Index is a secondary index of a region, defined as Geode defines one:
 // a name, the expression indexed and the FROM clause it is evaluated
 // over, e.g. {Name: "byCustomer", Expression: "o.customerId", From:
-// "/orders o"}. Queries whose WHERE clause compares that expression use
-// it.
+// "/orders o"}; queries comparing that expression use it. Region and Path
+// are the members' reading of it (the region, the member path indexed),
+// not sent.
 type Index struct {
-	Name       string `json:"name"`
-	Expression string `json:"expression"`
-	From       string `json:"from"`
-	// Region and Path are the members' reading of the definition: the
-	// region it is on and the member path it indexes (not sent).
-	Region string   `json:"region,omitempty"`
-	Path   []string `json:"path,omitempty"`
+	Name       string   `json:"name"`
+	Expression string   `json:"expression"`
+	From       string   `json:"from"`
+	Region     string   `json:"region,omitempty"`
+	Path       []string `json:"path,omitempty"`
 }
 
 // Indexes is the handle on one region's indexes (the management API:
@@ -30,18 +30,13 @@ type Indexes struct {
 	region string
 }
 
-// Indexes returns the handle on the indexes of the region called region.
-// It does not check that the region exists: its operations answer
-// ErrNotFound if not.
+// Indexes returns the handle on the indexes of region. It does not check
+// that the region exists: its operations answer ErrNotFound if not.
 func (c *Client) Indexes(region string) *Indexes { return &Indexes{c: c, region: region} }
 
 // path is /management/v1/regions/{region}/indexes[/{name}].
 func (x *Indexes) path(name string) string {
-	p := regionsPath(x.region) + "/indexes"
-	if name != "" {
-		p += "/" + url.PathEscape(name)
-	}
-	return p
+	return strings.TrimSuffix(regionsPath(x.region)+"/indexes/"+url.PathEscape(name), "/")
 }
 
 // List is the region's indexes.
@@ -49,34 +44,28 @@ func (x *Indexes) List(ctx context.Context) ([]Index, error) {
 	var doc struct {
 		Result []Index `json:"result"`
 	}
-	if err := x.c.getJSON(ctx, x.path(""), nil, "indexes", &doc); err != nil {
-		return nil, err
-	}
-	return doc.Result, nil
+	err := x.c.getJSON(ctx, x.path(""), nil, "indexes", &doc)
+	return doc.Result, err
 }
 
 // Get is the index called name; ErrNotFound when there is none.
 func (x *Indexes) Get(ctx context.Context, name string) (Index, error) {
-	if name == "" {
-		return Index{}, fmt.Errorf("%w: no index name", ErrInvalidArgument)
-	}
 	var doc struct {
 		Result Index `json:"result"`
+	}
+	if err := named("index name", name); err != nil {
+		return Index{}, err
 	}
 	err := x.c.getJSON(ctx, x.path(name), nil, "index", &doc)
 	return doc.Result, err
 }
 
-// Create defines idx on the region; the members build it in the
-// background. An existing name is ErrConflict, with the existing
-// definition as the *Error's Current; a definition the members cannot
-// read is ErrInvalid.
+// Create defines idx, built by the members in the background. An existing
+// name is ErrConflict (the definition in the *Error's Current); a
+// definition the members cannot read, ErrInvalid.
 func (x *Indexes) Create(ctx context.Context, idx Index) error {
-	body, err := json.Marshal(struct {
-		Name       string `json:"name"`
-		Expression string `json:"expression"`
-		From       string `json:"from"`
-	}{idx.Name, idx.Expression, idx.From})
+	idx.Region, idx.Path = "", nil
+	body, err := json.Marshal(idx)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
@@ -86,9 +75,6 @@ func (x *Indexes) Create(ctx context.Context, idx Index) error {
 
 // Delete removes the index called name; ErrNotFound when there is none.
 func (x *Indexes) Delete(ctx context.Context, name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: no index name", ErrInvalidArgument)
-	}
-	_, err := x.c.do(ctx, &request{method: http.MethodDelete, path: x.path(name)})
+	_, err := call(ctx, x.c, "index name", name, &request{method: http.MethodDelete, path: x.path(name)})
 	return err
 }

@@ -94,8 +94,11 @@ func TestFunctions(t *testing.T) {
 		if err != nil || len(rows) != 1 || string(rows[0]) != `"hello ann bob 42"` {
 			t.Fatalf("Run(greet) = %s, %v", rows, err)
 		}
-		rows, err = fs.Run(ctx(t), "greet", client.Target{Members: []string{"m2"}},
-			nil, map[string]any{"@type": "Person", "name": "cy"}, float64(0.5))
+		type person struct {
+			Type string `json:"@type"`
+			Name string `json:"name"`
+		}
+		rows, err = fs.Run(ctx(t), "greet", client.Target{Members: []string{"m2"}}, nil, person{"Person", "cy"}, float64(0.5))
 		if err != nil || len(rows) != 1 || string(rows[0]) != `"hello null cy 1"` {
 			t.Fatalf("Run(greet) = %s, %v", rows, err)
 		}
@@ -142,7 +145,8 @@ func TestFunctions(t *testing.T) {
 			{"unknown group", "MemberInfo", client.Target{Groups: []string{"west"}}, nil, client.ErrNotFound},
 			{"two targets", "MemberInfo", client.Target{Members: []string{"m1"}, Groups: []string{"east"}}, nil, client.ErrInvalid},
 			{"data-aware without a region", "RegionSize", client.Target{}, nil, client.ErrInvalid},
-			{"an object without @type", "MemberInfo", client.Target{}, []any{json.RawMessage(`{"a":1}`)}, client.ErrInvalid},
+			{"an object without @type", "MemberInfo", client.Target{}, []any{json.RawMessage(`{"a":1}`)}, client.ErrInvalidArgument},
+			{"a nested member", "MemberInfo", client.Target{}, []any{map[string]any{"@type": "T", "a": map[string]int{"b": 1}}}, client.ErrInvalid},
 			{"not an object", "MemberInfo", client.Target{}, []any{json.RawMessage(`[1]`)}, client.ErrInvalidArgument},
 			{"a map without @type", "MemberInfo", client.Target{}, []any{map[string]any{"a": 1}}, client.ErrInvalidArgument},
 			{"a comma in a member name", "MemberInfo", client.Target{Members: []string{"a,b"}}, nil, client.ErrInvalidArgument},

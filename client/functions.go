@@ -40,10 +40,10 @@ func (f *Functions) List(ctx context.Context) ([]string, error) {
 // Run runs the function id where target says, with args as its arguments
 // in order: Go scalars or Typed values for scalars; for an object, a
 // json.RawMessage or a value encoding to a JSON object with "@type" and
-// flat members (a map, a struct). It returns
-// the executing members' results in member-name order, or nil for a
-// function that has none. ErrNotFound for an unknown function, region,
-// member or group; a failure while it runs is an *Error with status 500.
+// flat members (a map, a struct). It returns the executing members'
+// results in member-name order, or nil for a function that has none.
+// ErrNotFound for an unknown function, region, member or group; a
+// failure while it runs is an *Error with status 500.
 //
 // A function may write, and nothing tells the client that running it
 // twice is harmless: a call whose outcome is unknown is never sent again

@@ -5,12 +5,10 @@ import (
 	"net/http"
 )
 
-// Answer is the raw answer of one call: what a typed method read before
-// it decoded it. Most programs never need it; one that must show or keep
-// the API's answer byte for byte as it came (a command line's JSON output,
-// a proxy, an audit log), or read a header that no method returns (the
-// statusMessage of a management answer is in its Body), asks for it with
-// WithAnswer.
+// Answer is the raw answer of one call, before a typed method decoded it,
+// for a program that must show or keep the API's answer as it came (a
+// command line's JSON output, an audit log) or read what no method
+// returns (a header; a management answer's statusMessage): WithAnswer.
 type Answer struct {
 	// Status and Header are the 2xx answer's.
 	Status int
@@ -43,9 +41,7 @@ func WithAnswer(ctx context.Context, a *Answer) context.Context {
 
 // record writes resp into the Answer ctx carries, if any.
 func record(ctx context.Context, resp *response) {
-	a, _ := ctx.Value(answerKey{}).(*Answer)
-	if a == nil {
-		return
+	if a, _ := ctx.Value(answerKey{}).(*Answer); a != nil {
+		*a = Answer{Status: resp.status, Header: resp.header, Body: resp.body, Member: resp.member}
 	}
-	*a = Answer{Status: resp.status, Header: resp.header, Body: resp.body, Member: resp.member}
 }

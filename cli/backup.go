@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,7 +24,7 @@ type backupSummary struct {
 
 func newBackupCmd(a *app) *cobra.Command {
 	var out string
-	c := legacyCommand("backup --out FILE", "Save a backup of the whole cluster into a file", `
+	c := a.command("backup --out FILE", "Save a backup of the whole cluster into a file", `
 Save a backup of every Raft group (GET /management/v1/backup: replicated and
 partitioned regions, index definitions, named queries, deployed functions,
 the partition table) into FILE. Each group's part is taken at a
@@ -37,20 +36,20 @@ error when it is a terminal; a summary to standard output. Needs
 CLUSTER:MANAGE with security on. Restore it with kvnode restore.
 
 The --timeout flag does not apply: a backup takes as long as its size.
-`, cobra.NoArgs, func(cmd *cobra.Command, _ []string) error {
+`, cobra.NoArgs, func(s *session, _ []string) error {
 		if out == "" {
 			return usagef("backup: --out FILE is required")
 		}
-		a.conn.timeout = 0
-		sum, err := a.backup(cmd, out)
+		s.untimed()
+		sum, err := backup(s, out)
 		if err != nil {
 			return err
 		}
-		if a.conn.output == "json" {
-			return a.printer(cmd).doc(sum)
+		if s.p.json {
+			return s.p.doc(sum)
 		}
 		m := sum.Manifest
-		w := cmd.OutOrStdout()
+		w := s.p.out
 		fmt.Fprintf(w, "saved %s: %d bytes, sha256 %s\n", sum.File, sum.Bytes, sum.SHA256)
 		fmt.Fprintf(w, "taken by %s (kvnode %s) at %s\n", m.Member, m.KvnodeVersion, m.Created.Format(time.RFC3339))
 		fmt.Fprintf(w, "%d groups (%d partition groups), %d regions, %d entries, %d indexes, %d named queries, %d functions\n",
@@ -67,7 +66,7 @@ The --timeout flag does not apply: a backup takes as long as its size.
 }
 
 // backup saves the cluster's backup into path atomically and verified.
-func (a *app) backup(cmd *cobra.Command, path string) (*backupSummary, error) {
+func backup(s *session, path string) (*backupSummary, error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
 	if err != nil {
@@ -80,22 +79,18 @@ func (a *app) backup(cmd *cobra.Command, path string) (*backupSummary, error) {
 			_ = os.Remove(tmp.Name())
 		}
 	}()
-	var n int64
-	_, err = a.call(cmd, request{Method: http.MethodGet, Path: "/management/v1/backup", Stream: func(h http.Header, body io.Reader) error {
-		total, _ := strconv.ParseInt(h.Get("Kv-Backup-Size"), 10, 64)
-		var w io.Writer = tmp
-		if isTerminal(cmd.ErrOrStderr()) {
-			p := &progress{out: cmd.ErrOrStderr(), total: total}
-			defer p.done()
-			w = io.MultiWriter(tmp, p)
-		}
-		var err error
-		n, err = io.Copy(w, body)
-		if err == nil && total > 0 && n != total {
-			err = fmt.Errorf("the archive ended after %d of its %d bytes", n, total)
-		}
-		return err
-	}})
+	var w io.Writer = tmp
+	if errOut := s.cmd.ErrOrStderr(); isTerminal(errOut) {
+		// The size is known once the answer began: BackupTo records it
+		// before it copies.
+		p := &progress{out: errOut, total: func() int64 {
+			n, _ := strconv.ParseInt(s.answer.Header.Get("Kv-Backup-Size"), 10, 64)
+			return n
+		}}
+		defer p.done()
+		w = io.MultiWriter(tmp, p)
+	}
+	n, err := s.Cluster().BackupTo(s.ctx, w)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +134,8 @@ func isTerminal(w io.Writer) bool {
 // progress shows bytes received, at most every half second, on one line.
 type progress struct {
 	out       io.Writer
-	total, n  int64
+	total     func() int64 // the archive's size, 0 when unknown
+	n         int64
 	lastShown time.Time
 }
 
@@ -153,8 +149,8 @@ func (p *progress) Write(b []byte) (int, error) {
 
 func (p *progress) show() {
 	p.lastShown = time.Now()
-	if p.total > 0 {
-		fmt.Fprintf(p.out, "\rbackup: %s of %s (%d%%)", mib(p.n), mib(p.total), p.n*100/p.total)
+	if total := p.total(); total > 0 {
+		fmt.Fprintf(p.out, "\rbackup: %s of %s (%d%%)", mib(p.n), mib(total), p.n*100/total)
 		return
 	}
 	fmt.Fprintf(p.out, "\rbackup: %s", mib(p.n))

@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -72,31 +68,9 @@ func (a *app) resolve(cmd *cobra.Command) error {
 	return a.conn.check()
 }
 
-// client is a client for the connection flags.
-func (a *app) client() (*legacyClient, error) {
-	o, err := a.conn.options()
-	if err != nil {
-		return nil, err
-	}
-	return newClient(o)
-}
-
 // printer writes to cmd's output in the chosen format.
 func (a *app) printer(cmd *cobra.Command) printer {
 	return printer{out: cmd.OutOrStdout(), json: a.conn.output == "json"}
-}
-
-// call sends one request with cmd's connection.
-func (a *app) call(cmd *cobra.Command, req request) (*response, error) {
-	c, err := a.client()
-	if err != nil {
-		return nil, err
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return c.do(ctx, req)
 }
 
 // completeRegion completes a command's first argument, a region, with the
@@ -155,30 +129,6 @@ func (a *app) command(use, short, long string, args cobra.PositionalArgs, fn fun
 	}
 }
 
-// legacyCommand is command for the commands not yet on package client.
-func legacyCommand(use, short, long string, args cobra.PositionalArgs, fn func(cmd *cobra.Command, args []string) error) *cobra.Command {
-	return &cobra.Command{
-		Use: use, Short: short, Long: long,
-		Args: func(cmd *cobra.Command, as []string) error {
-			if err := args(cmd, as); err != nil {
-				return usagef("%s: %w", cmd.UseLine(), err)
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, as []string) error {
-			err := fn(cmd, as)
-			var api *APIError
-			if errors.As(err, &api) && api.Status == http.StatusConflict && api.Cause == "" && len(api.Body) > 0 {
-				if perr := (printer{out: cmd.OutOrStdout()}).raw(api.Body); perr != nil {
-					return errors.Join(err, perr)
-				}
-				api.Cause = "the current value (or definition) is on standard output"
-			}
-			return err
-		},
-	}
-}
-
 // group is a command that only holds subcommands: run alone or with an
 // unknown subcommand, it is a usage error that lists them.
 func group(use, short string, subs ...*cobra.Command) *cobra.Command {
@@ -205,9 +155,6 @@ func group(use, short string, subs ...*cobra.Command) *cobra.Command {
 	return c
 }
 
-// seg escapes one path segment.
-func seg(s string) string { return url.PathEscape(s) }
-
 // splitKeys reads key arguments: each may itself be a comma list (keys
 // never contain commas; the API separates them with commas).
 func splitKeys(args []string) ([]string, error) {
@@ -221,15 +168,6 @@ func splitKeys(args []string) ([]string, error) {
 		}
 	}
 	return keys, nil
-}
-
-// keyPath is keys as the path segment of a multi-key request, k1,k2.
-func keyPath(keys []string) string {
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = seg(k)
-	}
-	return strings.Join(parts, ",")
 }
 
 // readValue reads a value: --file's content, standard input for "-", or

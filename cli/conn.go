@@ -39,7 +39,7 @@ const defaultURL = "http://localhost:8080"
 // register declares the flags on fs (a command's persistent flags, so
 // that its subcommands take them too).
 func (f *connFlags) register(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&f.urls, "url", []string{defaultURL}, "base URL of a member, repeated or comma-separated; tried in turn while unreachable (env KVNODE_URL)")
+	fs.StringSliceVar(&f.urls, "url", []string{defaultURL}, "base URL of a member, repeated or comma-separated; the next is tried while one is unreachable (env KVNODE_URL)")
 	fs.StringVarP(&f.user, "user", "u", "", "user name for HTTP Basic authentication (env KVNODE_USER)")
 	fs.StringVar(&f.password, "password", "", "password (env KVNODE_PASSWORD); visible to other users in ps: prefer --password-file or the variable")
 	fs.StringVar(&f.passwordFile, "password-file", "", "file whose first line is the password (env KVNODE_PASSWORD_FILE)")
@@ -48,7 +48,7 @@ func (f *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.key, "key", "", "PEM private key of --cert (env KVNODE_KEY)")
 	fs.BoolVar(&f.insecure, "insecure-skip-verify", false, "accept any server certificate (tests only) (env KVNODE_INSECURE_SKIP_VERIFY)")
 	fs.StringVarP(&f.output, "output", "o", "table", "table, or json: the API's answer as it came, for scripts (env KVNODE_OUTPUT)")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up on a request after this long (env KVNODE_TIMEOUT)")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up on the command's requests after this long (env KVNODE_TIMEOUT)")
 }
 
 // connFlagNames are the flags register declares.
@@ -167,11 +167,13 @@ func (f *connFlags) config() (client.Config, error) {
 func describeConn() string {
 	return fmt.Sprintf(`
 Connection: --url (default %s) or KVNODE_URL; several URLs
-are tried in turn while a member cannot be reached. Credentials: --user
+are tried in turn while a member cannot be reached, for up to %v, and so
+is a request no member can serve yet (no leader) unless it is a write
+that may have been applied: that is never sent twice. Credentials: --user
 and --password-file (or --password), or KVNODE_USER and KVNODE_PASSWORD;
 or, against members started with --client-cert-auth, a client certificate
 whose common name is the user: --cert and --key (KVNODE_CERT, KVNODE_KEY).
 Basic credentials win when both are given. TLS: --cacert,
 --insecure-skip-verify. A flag wins over its variable.
-`, defaultURL)
+`, defaultURL, retryFor)
 }

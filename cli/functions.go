@@ -1,38 +1,28 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvnode/kvnode/cli/render"
-	"github.com/kvnode/kvnode/cli/scalar"
+	"github.com/kvnode/kvnode/client"
 )
 
 func newFunctionCmd(a *app) *cobra.Command {
-	list := legacyCommand("list", "List the functions (built-in and deployed)", `
+	list := a.command("list", "List the functions (built-in and deployed)", `
 List the ids of every function (GET /kv/v1/functions; permission
-DATA:READ). With -o json the answer as it came: {"functions":[...]}.`, cobra.NoArgs, func(cmd *cobra.Command, _ []string) error {
-		resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1/functions"})
+DATA:READ). With -o json the answer as it came: {"functions":[...]}.`, cobra.NoArgs, func(s *session, _ []string) error {
+		ids, err := s.Functions().List(s.ctx)
 		if err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		if s.p.json {
+			return s.raw()
 		}
-		var doc struct {
-			Functions []string `json:"functions"`
-		}
-		if err := decode(resp.Body, &doc, "GET /kv/v1/functions"); err != nil {
-			return err
-		}
-		t := render.NewTable(p.out, "ID")
-		for _, id := range doc.Functions {
+		t := render.NewTable(s.p.out, "ID")
+		for _, id := range ids {
 			t.Row(id)
 		}
 		return t.Flush()
@@ -44,7 +34,7 @@ DATA:READ). With -o json the answer as it came: {"functions":[...]}.`, cobra.NoA
 func functionRunCmd(a *app) *cobra.Command {
 	var onRegion string
 	var onMembers, onGroups, filter, args []string
-	c := legacyCommand("run ID", "Run a function", `
+	c := a.command("run ID", "Run a function", `
 Run the function ID (POST /kv/v1/functions/ID; permission: what the function
 declares, DATA:WRITE by default). Without a target it runs on every member;
 --on-region, --on-members and --on-groups choose where, and --filter keys
@@ -58,37 +48,23 @@ Arguments, in order: --arg TYPE:VALUE for a scalar (int:5, string:x) or
 
 The results (every executing member's, in member-name order) print as a
 table; with -o json the answer as it came, a JSON array, or nothing for a
-function without results.`, cobra.ExactArgs(1), func(cmd *cobra.Command, ids []string) error {
-		q := url.Values{}
-		if onRegion != "" {
-			q.Set("onRegion", onRegion)
-		}
-		for name, list := range map[string][]string{"onMembers": onMembers, "onGroups": onGroups, "filter": filter} {
-			if len(list) > 0 {
-				q.Set(name, strings.Join(list, ","))
-			}
-		}
-		req := request{Method: http.MethodPost, Path: "/kv/v1/functions/" + seg(ids[0]), Query: q}
-		if len(args) > 0 {
-			body, err := functionArgs(args)
-			if err != nil {
-				return err
-			}
-			req.Body = body
-		}
-		resp, err := a.call(cmd, req)
+function without results.`, cobra.ExactArgs(1), func(s *session, ids []string) error {
+		values, err := functionArgs(args)
 		if err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if len(bytes.TrimSpace(resp.Body)) == 0 {
-			if p.json {
-				return nil
-			}
-			_, err := p.out.Write([]byte("(no result)\n"))
+		target := client.Target{Region: onRegion, Members: onMembers, Groups: onGroups, Filter: filter}
+		results, err := s.Functions().Run(s.ctx, ids[0], target, values...)
+		switch {
+		case err != nil:
 			return err
+		case results != nil:
+			return printRows(s)
+		case s.p.json:
+			return nil
 		}
-		return printRows(p, resp.Body)
+		_, err = s.p.out.Write([]byte("(no result)\n"))
+		return err
 	})
 	f := c.Flags()
 	f.StringVar(&onRegion, "on-region", "", "run on the members holding this region")
@@ -99,10 +75,10 @@ function without results.`, cobra.ExactArgs(1), func(cmd *cobra.Command, ids []s
 	return c
 }
 
-// functionArgs is the body of a function call: each --arg a scalar
-// {"@type","@value"} or, when it is a JSON object, that object as given.
-func functionArgs(args []string) ([]byte, error) {
-	out := make([]json.RawMessage, len(args))
+// functionArgs reads the --arg values: a JSON object as given, else a
+// scalar TYPE:VALUE.
+func functionArgs(args []string) ([]any, error) {
+	out := make([]any, len(args))
 	for i, s := range args {
 		if t := strings.TrimSpace(s); strings.HasPrefix(t, "{") {
 			if !json.Valid([]byte(t)) {
@@ -111,70 +87,54 @@ func functionArgs(args []string) ([]byte, error) {
 			out[i] = json.RawMessage(t)
 			continue
 		}
-		v, err := scalar.Parse("arg", s)
+		v, err := binds("arg", []string{s})
 		if err != nil {
-			return nil, Usage(err)
-		}
-		if out[i], err = json.Marshal(v.Typed()); err != nil {
 			return nil, err
 		}
+		out[i] = v[0]
 	}
-	return json.Marshal(out)
+	return out, nil
 }
 
 func functionDeployCmd(a *app) *cobra.Command {
-	var spec struct {
-		Source      string `json:"source"`
-		Permission  string `json:"permission,omitempty"`
-		DataAware   bool   `json:"dataAware"`
-		HasResult   bool   `json:"hasResult"`
-		Description string `json:"description,omitempty"`
-		Timeout     string `json:"timeout,omitempty"`
-	}
-	var noResult bool
-	c := legacyCommand("deploy ID FILE|-", "Deploy a JavaScript function", `
+	var spec client.Function
+	c := a.command("deploy ID FILE|-", "Deploy a JavaScript function", `
 Deploy the JavaScript in FILE ("-" for standard input) as the function ID
 (PUT /management/v1/functions/ID; permission CLUSTER:MANAGE). The script
 defines execute(ctx); a script that does not compile is a bad request
 (exit code 2). Deploying an existing ID replaces it.
 
-  kvnode function deploy inc inc.js --permission DATA:WRITE --script-timeout 5s`, cobra.ExactArgs(2), func(cmd *cobra.Command, args []string) error {
+  kvnode function deploy inc inc.js --permission DATA:WRITE --script-timeout 5s`, cobra.ExactArgs(2), func(s *session, args []string) error {
 		file, arg := args[1], ""
 		if file == "-" {
 			file, arg = "", "-"
 		}
-		src, err := readValue(cmd, arg, file)
+		src, err := readValue(s.cmd, arg, file)
 		if err != nil {
 			return err
 		}
-		spec.Source, spec.HasResult = string(src), !noResult
-		body, err := json.Marshal(spec)
-		if err != nil {
+		spec.ID, spec.Source = args[0], string(src)
+		if _, err := s.Functions().Deploy(s.ctx, spec); err != nil {
 			return err
 		}
-		resp, err := a.call(cmd, request{Method: http.MethodPut, Path: "/management/v1/functions/" + seg(args[0]), Body: body})
-		if err != nil {
-			return err
-		}
-		return message(a.printer(cmd), resp.Body, "function "+args[0]+" deployed")
+		return s.done("function " + args[0] + " deployed")
 	})
 	f := c.Flags()
 	f.StringVar(&spec.Permission, "permission", "", "what running it needs, e.g. DATA:READ (default DATA:WRITE)")
 	f.BoolVar(&spec.DataAware, "data-aware", false, "the function runs where a region's data lives: callers must give --on-region")
-	f.BoolVar(&noResult, "no-result", false, "the function returns nothing (the answer has no body)")
+	f.BoolVar(&spec.NoResult, "no-result", false, "the function returns nothing (the answer has no body)")
 	f.StringVar(&spec.Description, "description", "", "a description")
 	f.StringVar(&spec.Timeout, "script-timeout", "", "stop the script sooner than the node's --function-timeout, e.g. 5s")
 	return c
 }
 
 func functionRemoveCmd(a *app) *cobra.Command {
-	return legacyCommand("remove ID", "Remove a deployed function", `
+	return a.command("remove ID", "Remove a deployed function", `
 Remove the deployed function ID (DELETE /management/v1/functions/ID;
-permission CLUSTER:MANAGE). An unknown ID is "not found" (exit code 3).`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
-		resp, err := a.call(cmd, request{Method: http.MethodDelete, Path: "/management/v1/functions/" + seg(args[0])})
-		if err != nil {
+permission CLUSTER:MANAGE). An unknown ID is "not found" (exit code 3).`, cobra.ExactArgs(1), func(s *session, args []string) error {
+		if err := s.Functions().Remove(s.ctx, args[0]); err != nil {
 			return err
 		}
-		return message(a.printer(cmd), resp.Body, "function "+args[0]+" removed")
+		return s.done("function " + args[0] + " removed")
 	})
 }

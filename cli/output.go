@@ -34,11 +34,3 @@ func (p printer) doc(v any) error {
 	}
 	return p.raw(data)
 }
-
-// decode reads an answer's JSON body into v.
-func decode(body []byte, v any, what string) error {
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("the answer of %s is not what the API documents: %w", what, err)
-	}
-	return nil
-}

@@ -2,26 +2,41 @@ package cli
 
 import (
 	"fmt"
-	"net/http"
-	"net/url"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvnode/kvnode/cli/render"
 	"github.com/kvnode/kvnode/cli/scalar"
+	"github.com/kvnode/kvnode/client"
 )
 
-// printRows prints a query's or a function's result array.
-func printRows(p printer, body []byte) error {
-	if p.json {
-		return p.raw(body)
+// printRows prints a query's or a function's result array, the latest
+// answer.
+func printRows(s *session) error {
+	if s.p.json {
+		return s.raw()
 	}
-	return render.Rows(p.out, body)
+	return render.Rows(s.p.out, s.answer.Body)
+}
+
+// binds reads the --bind (or --arg) TYPE:VALUE values as the client's
+// typed values.
+func binds(flag string, args []string) ([]any, error) {
+	values, err := scalar.ParseAll(flag, args)
+	if err != nil {
+		return nil, Usage(err)
+	}
+	out := make([]any, len(values))
+	for i, v := range values {
+		t := v.Typed()
+		out[i] = client.Typed{Type: t.Type, Value: t.Value}
+	}
+	return out, nil
 }
 
 func newQueryCmd(a *app) *cobra.Command {
-	var binds []string
-	c := legacyCommand("query OQL", "Run an OQL query; list, create, update, run and delete named queries", `
+	var bindArgs []string
+	c := a.command("query OQL", "Run an OQL query; list, create, update, run and delete named queries", `
 Run an ad-hoc OQL query (GET /kv/v1/queries/adhoc?q=OQL; permission
 DATA:READ on every region it reads), for example
 
@@ -37,7 +52,7 @@ server: see "kvnode query run".
 Rows print as a table: a column per member when the rows are objects, one
 RESULT column otherwise. With -o json the answer as it came, a JSON array.
 A query that fails on the server is the API's 500 (exit code 1) with its
-cause.`, cobra.ArbitraryArgs, func(cmd *cobra.Command, args []string) error {
+cause.`, cobra.ArbitraryArgs, func(s *session, args []string) error {
 		switch len(args) {
 		case 0:
 			return usagef("give an OQL query, or a subcommand: list, create, update, run, delete")
@@ -45,48 +60,33 @@ cause.`, cobra.ArbitraryArgs, func(cmd *cobra.Command, args []string) error {
 		default:
 			return usagef("give the query as one argument, in quotes (found %d arguments)", len(args))
 		}
-		values, err := scalar.ParseAll("bind", binds)
-		if err != nil {
-			return Usage(err)
-		}
-		text, err := scalar.Substitute(args[0], values)
-		if err != nil {
-			return Usage(err)
-		}
-		resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1/queries/adhoc", Query: url.Values{"q": {text}}})
+		values, err := binds("bind", bindArgs)
 		if err != nil {
 			return err
 		}
-		return printRows(a.printer(cmd), resp.Body)
+		if _, err := s.Query(s.ctx, args[0], values...); err != nil {
+			return err
+		}
+		return printRows(s)
 	})
-	c.Flags().StringArrayVarP(&binds, "bind", "b", nil, "bind value TYPE:VALUE for $1, $2, ... (repeat in order)")
+	c.Flags().StringArrayVarP(&bindArgs, "bind", "b", nil, "bind value TYPE:VALUE for $1, $2, ... (repeat in order)")
 	c.AddCommand(queryListCmd(a), queryCreateCmd(a, false), queryCreateCmd(a, true), queryRunCmd(a), queryDeleteCmd(a))
 	return c
 }
 
 func queryListCmd(a *app) *cobra.Command {
-	return legacyCommand("list", "List the named queries", `
+	return a.command("list", "List the named queries", `
 List the named queries (GET /kv/v1/queries; permission DATA:READ). With
--o json the answer as it came: {"queries":[{"id":..,"oql":..}]}.`, cobra.NoArgs, func(cmd *cobra.Command, _ []string) error {
-		resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1/queries"})
+-o json the answer as it came: {"queries":[{"id":..,"oql":..}]}.`, cobra.NoArgs, func(s *session, _ []string) error {
+		queries, err := s.Queries().List(s.ctx)
 		if err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		if s.p.json {
+			return s.raw()
 		}
-		var doc struct {
-			Queries []struct {
-				ID  string `json:"id"`
-				OQL string `json:"oql"`
-			} `json:"queries"`
-		}
-		if err := decode(resp.Body, &doc, "GET /kv/v1/queries"); err != nil {
-			return err
-		}
-		t := render.NewTable(p.out, "ID", "OQL")
-		for _, q := range doc.Queries {
+		t := render.NewTable(s.p.out, "ID", "OQL")
+		for _, q := range queries {
 			t.Row(q.ID, q.OQL)
 		}
 		return t.Flush()
@@ -106,67 +106,58 @@ Parameters are written $1, $2, ...: "kvnode query run" binds them.`
 Replace the text of the named query ID (PUT /kv/v1/queries/ID?q=OQL;
 permission DATA:READ). An unknown ID is "not found" (exit code 3).`
 	}
-	return legacyCommand(use, short, long, cobra.ExactArgs(2), func(cmd *cobra.Command, args []string) error {
-		req := request{Method: http.MethodPost, Path: "/kv/v1/queries", Query: url.Values{"id": {args[0]}, "q": {args[1]}}}
+	return a.command(use, short, long, cobra.ExactArgs(2), func(s *session, args []string) error {
+		var err error
 		done := "created"
 		if update {
-			req = request{Method: http.MethodPut, Path: "/kv/v1/queries/" + seg(args[0]), Query: url.Values{"q": {args[1]}}}
-			done = "updated"
+			err, done = s.Queries().Update(s.ctx, args[0], args[1]), "updated"
+		} else {
+			err = s.Queries().Create(s.ctx, args[0], args[1])
 		}
-		resp, err := a.call(cmd, req)
 		if err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		if s.p.json {
+			return s.raw()
 		}
-		_, err = fmt.Fprintf(p.out, "query %s %s\n", args[0], done)
+		_, err = fmt.Fprintf(s.p.out, "query %s %s\n", args[0], done)
 		return err
 	})
 }
 
 func queryRunCmd(a *app) *cobra.Command {
-	var binds []string
-	c := legacyCommand("run ID", "Run a named query with bind values", `
+	var bindArgs []string
+	c := a.command("run ID", "Run a named query with bind values", `
 Run the named query ID with its bind values (POST /kv/v1/queries/ID with
 [{"@type":..,"@value":..}]; permission DATA:READ on every region it reads):
 
   kvnode query run big --bind double:5 --bind int:10
 
 Output as for an ad-hoc query. A wrong number of values or a value the
-query cannot use is the API's 500 (exit code 1) with its cause.`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
-		values, err := scalar.ParseAll("bind", binds)
-		if err != nil {
-			return Usage(err)
-		}
-		req := request{Method: http.MethodPost, Path: "/kv/v1/queries/" + seg(args[0])}
-		if len(values) > 0 {
-			req.Body = scalar.JSON(values)
-		}
-		resp, err := a.call(cmd, req)
+query cannot use is the API's 500 (exit code 1) with its cause.`, cobra.ExactArgs(1), func(s *session, args []string) error {
+		values, err := binds("bind", bindArgs)
 		if err != nil {
 			return err
 		}
-		return printRows(a.printer(cmd), resp.Body)
+		if _, err := s.Queries().Run(s.ctx, args[0], values...); err != nil {
+			return err
+		}
+		return printRows(s)
 	})
-	c.Flags().StringArrayVarP(&binds, "bind", "b", nil, "bind value TYPE:VALUE for $1, $2, ... (repeat in order)")
+	c.Flags().StringArrayVarP(&bindArgs, "bind", "b", nil, "bind value TYPE:VALUE for $1, $2, ... (repeat in order)")
 	return c
 }
-
 func queryDeleteCmd(a *app) *cobra.Command {
-	return legacyCommand("delete ID", "Delete a named query", `
+	return a.command("delete ID", "Delete a named query", `
 Delete the named query ID (DELETE /kv/v1/queries/ID; permission
-DATA:WRITE). An unknown ID is "not found" (exit code 3).`, cobra.ExactArgs(1), func(cmd *cobra.Command, args []string) error {
-		resp, err := a.call(cmd, request{Method: http.MethodDelete, Path: "/kv/v1/queries/" + seg(args[0])})
-		if err != nil {
+DATA:WRITE). An unknown ID is "not found" (exit code 3).`, cobra.ExactArgs(1), func(s *session, args []string) error {
+		if err := s.Queries().Delete(s.ctx, args[0]); err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.raw(resp.Body)
+		if s.p.json {
+			return s.raw()
 		}
-		_, err = fmt.Fprintf(p.out, "query %s deleted\n", args[0])
+		_, err := fmt.Fprintf(s.p.out, "query %s deleted\n", args[0])
 		return err
 	})
 }

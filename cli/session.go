@@ -3,7 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +22,10 @@ type session struct {
 	cmd    *cobra.Command
 	ctx    context.Context
 	cancel context.CancelFunc
-	answer client.Answer
-	p      printer
+	// timeout is --timeout (0: none), which bounds ctx unless untimed.
+	timeout time.Duration
+	answer  client.Answer
+	p       printer
 	// creds says that credentials were given (Basic or a certificate),
 	// cert that a certificate was: they choose the hint of a refusal.
 	creds, cert bool
@@ -45,7 +50,7 @@ func (a *app) session(cmd *cobra.Command) (*session, error) {
 		ctx, cancel = context.WithTimeout(ctx, a.conn.timeout)
 	}
 	cert := cfg.TLS != nil && len(cfg.TLS.Certificates) > 0
-	s := &session{Client: c, cmd: cmd, cancel: cancel, p: a.printer(cmd), creds: cfg.Username != "" || cert, cert: cert}
+	s := &session{Client: c, cmd: cmd, cancel: cancel, timeout: a.conn.timeout, p: a.printer(cmd), creds: cfg.Username != "" || cert, cert: cert}
 	s.ctx = client.WithAnswer(ctx, &s.answer)
 	return s, nil
 }
@@ -76,6 +81,8 @@ func (s *session) explain(err error) error {
 		e.Message = "the current value (or definition) is on standard output"
 	case errors.As(err, &e) && e.Status == http.StatusUnauthorized && !s.creds:
 		e.Message += " (no credentials were sent: give --user with --password-file, or KVNODE_USER and KVNODE_PASSWORD)"
+	case errors.As(err, &e) && e.RetryAfter > 0:
+		e.Message = strings.TrimSpace(e.Message + fmt.Sprintf(" (retry after %v)", e.RetryAfter))
 	case errors.Is(err, client.ErrUnauthorized) && !errors.As(err, &e):
 		// Refused at the TLS handshake: nothing reached the API.
 		hint := "give --cert and --key (or KVNODE_CERT and KVNODE_KEY) of a certificate its client CA signed"
@@ -105,4 +112,13 @@ func (s *session) untimed() {
 		ctx = context.Background()
 	}
 	s.ctx = client.WithAnswer(ctx, &s.answer)
+}
+
+// bounded is the (untimed) session's context bounded by --timeout, for
+// one call of a command that makes calls for as long as it takes.
+func (s *session) bounded() (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return context.WithCancel(s.ctx)
+	}
+	return context.WithTimeout(s.ctx, s.timeout)
 }

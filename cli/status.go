@@ -3,43 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/kvnode/kvnode/cli/render"
 	"github.com/spf13/cobra"
+
+	"github.com/kvnode/kvnode/cli/render"
+	"github.com/kvnode/kvnode/client"
 )
-
-// clusterView is the part of GET /management/v1/cluster the table shows.
-type clusterView struct {
-	Leader  string `json:"leader"`
-	Term    uint64 `json:"term"`
-	Members []struct {
-		Name     string   `json:"name"`
-		RESTURL  string   `json:"restUrl"`
-		Groups   []string `json:"groups"`
-		Version  string   `json:"version"`
-		Status   string   `json:"status"`
-		Suffrage string   `json:"suffrage"`
-		Identity string   `json:"identity"`
-		Reason   string   `json:"reason"`
-	} `json:"members"`
-}
-
-// partitionsView is the part of GET /management/v1/partitions the table
-// shows.
-type partitionsView struct {
-	PartitionGroups   int `json:"partitionGroups"`
-	ReplicationFactor int `json:"replicationFactor"`
-	Groups            []struct {
-		Group   uint64   `json:"group"`
-		Buckets []int    `json:"buckets"`
-		Members []string `json:"members"`
-		Leader  string   `json:"leader"`
-		Term    uint64   `json:"term"`
-	} `json:"groups"`
-}
 
 // regionSize is a region of GET /kv/v1 with its entry count (HEAD).
 type regionSize struct {
@@ -57,7 +28,7 @@ type statusDoc struct {
 }
 
 func newStatusCmd(a *app) *cobra.Command {
-	return legacyCommand("status", "Members, Raft groups and their leaders, regions and their sizes", `
+	return a.command("status", "Members, Raft groups and their leaders, regions and their sizes", `
 Show the cluster as the member asked sees it: every member (gossip status,
 Raft suffrage, REST URL; a member that has not proved its identity over the
 internal port shows as refused or unverified, with the reason below the
@@ -67,72 +38,45 @@ every region with its number of entries.
 It reads /management/v1/cluster and /management/v1/partitions (permission
 CLUSTER:MANAGE when security is on), /kv/v1 and a HEAD of each region
 (DATA:READ). With -o json: {"cluster":...,"partitions":...,"regions":[...]},
-the first two as the API answered them.`, cobra.NoArgs, func(cmd *cobra.Command, _ []string) error {
-		get := func(path string) ([]byte, error) {
-			resp, err := a.call(cmd, request{Method: http.MethodGet, Path: path})
-			if err != nil {
-				return nil, err
-			}
-			return resp.Body, nil
-		}
-		var doc statusDoc
-		var err error
-		if doc.Cluster, err = get("/management/v1/cluster"); err != nil {
+the first two as the API answered them.`, cobra.NoArgs, func(s *session, _ []string) error {
+		cl, err := s.Cluster().Status(s.ctx)
+		if err != nil {
 			return err
 		}
-		if doc.Partitions, err = get("/management/v1/partitions"); err != nil {
+		doc := statusDoc{Cluster: s.answer.Body}
+		pt, err := s.Cluster().Partitions(s.ctx)
+		if err != nil {
 			return err
 		}
-		if doc.Regions, err = regionSizes(a, cmd); err != nil {
+		doc.Partitions = s.answer.Body
+		if doc.Regions, err = regionSizes(s); err != nil {
 			return err
 		}
-		p := a.printer(cmd)
-		if p.json {
-			return p.doc(doc)
+		if s.p.json {
+			return s.p.doc(doc)
 		}
-		return statusTable(p, doc)
+		return statusTable(s.p, cl, pt, doc.Regions)
 	})
 }
 
 // regionSizes lists the regions and counts each one's entries.
-func regionSizes(a *app, cmd *cobra.Command) ([]regionSize, error) {
-	resp, err := a.call(cmd, request{Method: http.MethodGet, Path: "/kv/v1"})
+func regionSizes(s *session) ([]regionSize, error) {
+	regions, err := s.Regions(s.ctx)
 	if err != nil {
 		return nil, err
 	}
-	var list struct {
-		Regions []regionSize `json:"regions"`
-	}
-	if err := decode(resp.Body, &list, "GET /kv/v1"); err != nil {
-		return nil, err
-	}
-	for i := range list.Regions {
-		r := &list.Regions[i]
-		path := "/kv/v1/" + seg(r.Name)
-		head, err := a.call(cmd, request{Method: http.MethodHead, Path: path})
-		if err != nil {
+	sizes := make([]regionSize, len(regions))
+	for i, r := range regions {
+		sizes[i] = regionSize{Name: r.Name, Type: r.Type}
+		if sizes[i].Entries, err = s.Region(r.Name).Count(s.ctx); err != nil {
 			return nil, err
 		}
-		if r.Entries, err = strconv.Atoi(head.Header.Get("Resource-Count")); err != nil {
-			return nil, fmt.Errorf("HEAD %s: Resource-Count %q: %w", path, head.Header.Get("Resource-Count"), err)
-		}
 	}
-	if list.Regions == nil {
-		list.Regions = []regionSize{}
-	}
-	return list.Regions, nil
+	return sizes, nil
 }
 
 // statusTable prints the cluster, its groups and its regions as tables.
-func statusTable(p printer, doc statusDoc) error {
-	var cv clusterView
-	if err := decode(doc.Cluster, &cv, "GET /management/v1/cluster"); err != nil {
-		return err
-	}
-	var pv partitionsView
-	if err := decode(doc.Partitions, &pv, "GET /management/v1/partitions"); err != nil {
-		return err
-	}
+func statusTable(p printer, cv *client.ClusterStatus, pv *client.Partitions, regions []regionSize) error {
 	fmt.Fprintf(p.out, "Leader %s, term %d; %d partition groups, replication factor %d\n\n",
 		orDash(cv.Leader), cv.Term, pv.PartitionGroups, pv.ReplicationFactor)
 
@@ -173,7 +117,7 @@ func statusTable(p printer, doc statusDoc) error {
 	fmt.Fprintln(p.out)
 
 	t = render.NewTable(p.out, "REGION", "TYPE", "ENTRIES")
-	for _, r := range doc.Regions {
+	for _, r := range regions {
 		t.Row(r.Name, r.Type, strconv.Itoa(r.Entries))
 	}
 	return t.Flush()

@@ -12,13 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvnode/kvnode/cli/render"
-	"github.com/kvnode/kvnode/cli/scalar"
 	"github.com/kvnode/kvnode/client"
 )
 
 func newWatchCmd(a *app) *cobra.Command {
 	var keys, prefix, oql, named, from string
-	var binds []string
+	var bindArgs []string
 	var initial bool
 	var count uint
 	c := a.command("watch [REGION]", "Print the changes of a region, or of a continuous query, as they happen", `
@@ -44,7 +43,7 @@ D after D (exit code 0); else it runs until interrupted (Ctrl-C, exit code 0).`,
 			return usagef("--query and --named exclude each other")
 		case len(args) == 0 && oql == "" && named == "":
 			return usagef("give the REGION to watch, or a continuous query with --query or --named")
-		case len(binds) > 0 && oql == "" && named == "":
+		case len(bindArgs) > 0 && oql == "" && named == "":
 			return usagef("--bind needs a continuous query (--query or --named)")
 		case initial && from != "":
 			return usagef("--initial and --from exclude each other: a resumed watch continues where the former stopped")
@@ -52,13 +51,10 @@ D after D (exit code 0); else it runs until interrupted (Ctrl-C, exit code 0).`,
 		if keys != "" {
 			opts.Keys = strings.Split(keys, ",")
 		}
-		if len(binds) > 0 {
-			values, err := scalar.ParseAll("bind", binds)
-			if err != nil {
-				return Usage(err)
-			}
-			for _, v := range values {
-				opts.Binds = append(opts.Binds, v.Typed())
+		if len(bindArgs) > 0 {
+			var err error
+			if opts.Binds, err = binds("bind", bindArgs); err != nil {
+				return err
 			}
 		}
 		if !s.cmd.Flags().Changed("timeout") {
@@ -82,7 +78,7 @@ D after D (exit code 0); else it runs until interrupted (Ctrl-C, exit code 0).`,
 	f.StringVar(&prefix, "prefix", "", "watch only the keys starting with this")
 	f.StringVarP(&oql, "query", "q", "", "a continuous query: 'SELECT * FROM /R r WHERE ...'")
 	f.StringVar(&named, "named", "", "the ID of a named query to watch as a continuous query")
-	f.StringArrayVarP(&binds, "bind", "b", nil, "bind value TYPE:VALUE for $1, $2, ... of the query (repeat in order)")
+	f.StringArrayVarP(&bindArgs, "bind", "b", nil, "bind value TYPE:VALUE for $1, $2, ... of the query (repeat in order)")
 	f.BoolVar(&initial, "initial", false, "print the matching entries first, then the changes")
 	f.StringVar(&from, "from", "", "resume after this token")
 	f.UintVar(&count, "count", 0, "stop after this many changes (0: no limit)")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -134,11 +135,13 @@ func causeOf(body []byte) string {
 type unreachableError struct{ attempts []error }
 
 func (e *unreachableError) Error() string {
-	parts := make([]string, len(e.attempts))
-	for i, err := range e.attempts {
-		parts[i] = err.Error()
+	var parts []string // each failure once, however many tries
+	for _, err := range e.attempts {
+		if s := err.Error(); !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
 	}
-	return "no member reachable: " + strings.Join(parts, "; ")
+	return fmt.Sprintf("no member reachable (%d tries): %s", len(e.attempts), strings.Join(parts, "; "))
 }
 
 func (e *unreachableError) Is(target error) bool { return target == ErrUnavailable }
@@ -159,8 +162,7 @@ func (e *certRefusedError) Error() string {
 	return fmt.Sprintf("%s refused the TLS handshake (%v): no client certificate, or one its client CA did not sign", e.member, e.err)
 }
 
-func (e *certRefusedError) Unwrap() error { return e.err }
-
+func (e *certRefusedError) Unwrap() error        { return e.err }
 func (e *certRefusedError) Is(target error) bool { return target == ErrUnauthorized }
 
 // certRefused is err as a *certRefusedError when it is a TLS alert about

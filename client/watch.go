@@ -81,8 +81,7 @@ type WatchEndedError struct {
 	Data json.RawMessage
 }
 
-func (e *WatchEndedError) Error() string { return ErrWatchEnded.Error() + ": " + e.Cause }
-
+func (e *WatchEndedError) Error() string        { return ErrWatchEnded.Error() + ": " + e.Cause }
 func (e *WatchEndedError) Is(target error) bool { return target == ErrWatchEnded }
 
 // Timings of a watch.

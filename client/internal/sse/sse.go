@@ -1,6 +1,7 @@
-// Package sse reads a Server-Sent Events stream as a browser's
-// EventSource does, for package client's watches (GET /kv/v1/watch). It
-// is the standard library only.
+// Package sse reads the Server-Sent Events format as a browser's
+// EventSource does: CRLF, LF or CR line ends, comments, multi-line data,
+// and the last event ID, which a block without data updates too. The
+// client's watches read GET /kv/v1/watch with it.
 package sse
 
 import (
@@ -13,7 +14,7 @@ import (
 	"time"
 )
 
-// Event is one dispatched event of a Server-Sent Events stream.
+// Event is one dispatched event of a stream.
 type Event struct {
 	Type string // the block's event field; "message" when it named none
 	Data string // its data lines joined with "\n"
@@ -22,9 +23,7 @@ type Event struct {
 	ID string
 }
 
-// Reader reads the events of one stream, as a browser's EventSource
-// does (CRLF, LF or CR lines, comments, multi-line data, the last event ID
-// that a block without data updates too). It is not safe for concurrent
+// Reader reads the events of one stream. It is not safe for concurrent
 // use; one goroutine reads a stream.
 type Reader struct {
 	sc      *bufio.Scanner

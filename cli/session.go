@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,7 +81,10 @@ func (s *session) explain(err error) error {
 	case errors.As(err, &e) && e.Status == http.StatusUnauthorized && !s.creds:
 		e.Message += " (no credentials were sent: give --user with --password-file, or KVNODE_USER and KVNODE_PASSWORD)"
 	case errors.As(err, &e) && e.RetryAfter > 0:
-		e.Message = strings.TrimSpace(e.Message + fmt.Sprintf(" (retry after %v)", e.RetryAfter))
+		if e.Message == "" { // a HEAD's answer has no body to give a cause
+			e.Message = http.StatusText(e.Status)
+		}
+		e.Message += fmt.Sprintf(" (retry after %v)", e.RetryAfter)
 	case errors.Is(err, client.ErrUnauthorized) && !errors.As(err, &e):
 		// Refused at the TLS handshake: nothing reached the API.
 		hint := "give --cert and --key (or KVNODE_CERT and KVNODE_KEY) of a certificate its client CA signed"

@@ -32,13 +32,15 @@ type Entry struct {
 	Value any // json.RawMessage and []byte are sent as they are
 }
 
-// Option adjusts one operation: WithTTL for writes, Stale for reads.
+// Option adjusts one operation: WithTTL and AtMostOnce for writes, Stale
+// for reads.
 type Option func(*options)
 
 type options struct {
 	ttl    time.Duration
 	ttlSet bool
 	stale  bool
+	once   bool
 }
 
 // WithTTL gives the entries a write stores a time to live: they expire d
@@ -52,6 +54,15 @@ func WithTTL(d time.Duration) Option {
 // latest writes, instead of linearizably (the default) through its group's
 // leader.
 func Stale() Option { return func(o *options) { o.stale = true } }
+
+// AtMostOnce makes a Put or PutAll, which the client otherwise sends
+// again whatever happened to an earlier try, be sent again only when it
+// cannot have been applied, like a put-if-absent: when its outcome is
+// unknown it fails with ErrOutcomeUnknown. For a program that must know
+// how many times a value was written: each time is a change that a watch
+// delivers, and a put applied twice around another client's write leaves
+// that write overwritten by a put its caller made once.
+func AtMostOnce() Option { return func(o *options) { o.once = true } }
 
 func collect(opts []Option) options {
 	var o options
@@ -188,7 +199,8 @@ func (r *Region) Put(ctx context.Context, key string, value any, opts ...Option)
 	if err != nil {
 		return err
 	}
-	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: collect(opts).query(), body: body, idempotent: true,
+	o := collect(opts)
+	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: o.query(), body: body, idempotent: !o.once,
 		region: r.name, key: key, toLeader: true})
 	return err
 }
@@ -196,12 +208,9 @@ func (r *Region) Put(ctx context.Context, key string, value any, opts ...Option)
 // PutAll stores every entry in one request. In a partitioned region the
 // entries of each partition group are applied together, the groups
 // independently: after a failure some groups' entries may be stored, and
-// sending the request again (which PutAll does while it may) stores them
-// all.
+// sending the request again (which PutAll does while it may, unless
+// AtMostOnce) stores them all.
 func (r *Region) PutAll(ctx context.Context, entries []Entry, opts ...Option) error {
-	if len(entries) == 0 {
-		return nil
-	}
 	keys := make([]string, len(entries))
 	values := make([]json.RawMessage, len(entries))
 	for i, e := range entries {
@@ -212,6 +221,64 @@ func (r *Region) PutAll(ctx context.Context, entries []Entry, opts ...Option) er
 		}
 		values[i] = v
 	}
+	o := collect(opts)
+	return r.putMany(ctx, keys, values, "", !o.once, o)
+}
+
+// ReplaceAll stores each entry's value at its key only if every key
+// exists (PUT /kv/v1/{region}/{k1},{k2}?op=REPLACE); ErrNotFound, and
+// nothing stored, when one does not. In a partitioned region that holds
+// for the keys of each partition group, and a refusal of keys of several
+// groups may leave other groups' entries stored. It is never sent again
+// once its outcome is unknown (ErrOutcomeUnknown).
+func (r *Region) ReplaceAll(ctx context.Context, entries []Entry, opts ...Option) error {
+	keys := make([]string, len(entries))
+	values := make([]json.RawMessage, len(entries))
+	for i, e := range entries {
+		keys[i] = e.Key
+		v, err := encode(e.Value)
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", e.Key, err)
+		}
+		values[i] = v
+	}
+	return absent(r.putMany(ctx, keys, values, "REPLACE", false, collect(opts)))
+}
+
+// Swap is one key of CompareAndSetAll: its value is to become New if it
+// is Old now (compared as JSON, as CompareAndSet compares).
+type Swap struct {
+	Key      string
+	Old, New any
+}
+
+// CompareAndSetAll stores each swap's New at its key only if every key
+// holds its Old now (PUT /kv/v1/{region}/{k1},{k2}?op=CAS). When one does
+// not, the error is ErrConflict and its *Error's Current is the value
+// found at the first such key, in the given order; ErrNotFound when a key
+// does not exist; nothing is stored either way. Keys of several partition
+// groups are refused or stored per group, as ReplaceAll says. It is never
+// sent again once its outcome is unknown.
+func (r *Region) CompareAndSetAll(ctx context.Context, swaps []Swap, opts ...Option) error {
+	keys := make([]string, len(swaps))
+	values := make([]json.RawMessage, len(swaps))
+	for i, sw := range swaps {
+		keys[i] = sw.Key
+		v, err := casBody(sw.Old, sw.New)
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", sw.Key, err)
+		}
+		values[i] = v
+	}
+	return absent(r.putMany(ctx, keys, values, "CAS", false, collect(opts)))
+}
+
+// putMany sends PUT /kv/v1/{region}/{keys}[?op=] with values as the
+// body's array.
+func (r *Region) putMany(ctx context.Context, keys []string, values []json.RawMessage, op string, idempotent bool, o options) error {
+	if len(keys) == 0 {
+		return nil
+	}
 	path, err := r.keysPath(keys)
 	if err != nil {
 		return err
@@ -220,7 +287,14 @@ func (r *Region) PutAll(ctx context.Context, entries []Entry, opts ...Option) er
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
-	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: collect(opts).query(), body: body, idempotent: true,
+	q := o.query()
+	if op != "" {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("op", op)
+	}
+	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: q, body: body, idempotent: idempotent,
 		region: r.name, key: keys[0], toLeader: true})
 	return err
 }
@@ -291,24 +365,13 @@ func (r *Region) Replace(ctx context.Context, key string, value any, opts ...Opt
 // is not, the error is ErrConflict and its *Error's Current is the value
 // found; ErrNotFound when the key does not exist.
 func (r *Region) CompareAndSet(ctx context.Context, key string, oldValue, newValue any, opts ...Option) error {
-	oldJSON, err := encode(oldValue)
-	if err != nil {
-		return err
-	}
-	newJSON, err := encode(newValue)
+	body, err := casBody(oldValue, newValue)
 	if err != nil {
 		return err
 	}
 	path, err := r.keysPath([]string{key})
 	if err != nil {
 		return err
-	}
-	body, err := json.Marshal(struct {
-		Old json.RawMessage `json:"@old"`
-		New json.RawMessage `json:"@new"`
-	}{oldJSON, newJSON})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	q := collect(opts).query()
 	if q == nil {
@@ -318,6 +381,26 @@ func (r *Region) CompareAndSet(ctx context.Context, key string, oldValue, newVal
 	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: q, body: body,
 		region: r.name, key: key, toLeader: true})
 	return absent(err)
+}
+
+// casBody is a compare-and-set's {"@old": oldValue, "@new": newValue}.
+func casBody(oldValue, newValue any) (json.RawMessage, error) {
+	oldJSON, err := encode(oldValue)
+	if err != nil {
+		return nil, err
+	}
+	newJSON, err := encode(newValue)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(struct {
+		Old json.RawMessage `json:"@old"`
+		New json.RawMessage `json:"@new"`
+	}{oldJSON, newJSON})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return body, nil
 }
 
 // absentMessage is how the members say that a REPLACE or CAS found no key

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -65,7 +66,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, ended(r, err)
 		}
 		var ns *notSentError
 		var ae *Error
@@ -106,6 +107,27 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			}
 		}
 	}
+}
+
+// ended is the error of r's last try when ctx ended: a write that was
+// sent and not answered in full, or answered 503 without the certificate
+// that nothing was written, has an unknown outcome however its try ended.
+func ended(r *request, err error) error {
+	if r.idempotent {
+		return err
+	}
+	var ns *notSentError
+	var ae *Error
+	switch {
+	case errors.As(err, &ns):
+		return err
+	case errors.As(err, &ae):
+		if ae.Status == http.StatusServiceUnavailable && !ae.notApplied() {
+			ae.unknown = true
+		}
+		return ae
+	}
+	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 }
 
 // notApplied reports whether a 503 certified that nothing was written.
@@ -184,6 +206,12 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 		var ns *notSentError
 		if errors.As(err, &ns) {
 			return nil, ns
+		}
+		// A Config.Transport of the program's own: a failed dial sent
+		// nothing either.
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, &notSentError{err}
 		}
 		return nil, fmt.Errorf("%s %s on %s: %w", r.method, r.path, m.base, err)
 	}

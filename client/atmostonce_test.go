@@ -27,7 +27,9 @@ func TestAtMostOnce(t *testing.T) {
 		t.Fatalf("PutAll AtMostOnce after a 503 = %v, sent %d times in all; want ErrOutcomeUnknown after one more", err, a.calls.Load())
 	}
 	for name, op := range map[string]func() error{
-		"replace-all": func() error { return r.ReplaceAll(context.Background(), []client.Entry{{Key: "a", Value: v}, {Key: "b", Value: v}}) },
+		"replace-all": func() error {
+			return r.ReplaceAll(context.Background(), []client.Entry{{Key: "a", Value: v}, {Key: "b", Value: v}})
+		},
 		"cas-all": func() error {
 			return r.CompareAndSetAll(context.Background(), []client.Swap{{Key: "a", Old: v, New: v}, {Key: "b", Old: v, New: v}})
 		},

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,10 +32,40 @@ type WatchOptions struct {
 	// Initial sends the entries that match now first (EventInitial), then
 	// EventReady; the changes follow.
 	Initial bool
-	// From resumes after this token (an Event's Token): every change after
-	// it is delivered, or the watch fails with ErrGone when the members no
-	// longer keep it.
+	// From resumes after this token (an Event's Token, or a
+	// WatchStream's Last): every change after it is delivered, or the
+	// watch fails with ErrGone when the members no longer keep it.
 	From string
+	// IdleTimeout: a member that does not start the stream within it, or
+	// whose stream then brings nothing for as long (no event, no
+	// keep-alive: the members send one every 15 s), is paused or cut off
+	// without a word, and the watch resumes on another member. Default
+	// 30 s.
+	IdleTimeout time.Duration
+	// OnStream, when set, is told of each stream the watch opens and of
+	// its end, in the iterator's goroutine and before the stream's events
+	// are delivered: for logs and metrics of a long-lived watch, or to
+	// number the streams events come on.
+	OnStream func(WatchStream)
+}
+
+// WatchStream is one request of a watch, as OnStream is told of it.
+type WatchStream struct {
+	// Member is the base URL of the member serving the stream; "" when no
+	// member started one (Err says why; an *Error's URL names the member
+	// that refused).
+	Member string
+	// After is the token the request resumed after (Last-Event-ID), ""
+	// when it started from the present (or with the initial entries).
+	After string
+	// Err is nil when the stream starts; when it ends, or no member
+	// started it, why. A stream left idle ends with an error that is
+	// context.DeadlineExceeded.
+	Err error
+	// Last is where the watch stands: the token it resumes after next
+	// (the last event's, or a later position a keep-alive gave). A
+	// program that saves it can resume later with From.
+	Last string
 }
 
 // Event types.
@@ -64,8 +96,8 @@ var ErrWatchEnded = errors.New("the watch ended")
 
 // Timings of a watch.
 const (
-	// watchHeaderWait bounds the wait for a member to start the stream.
-	watchHeaderWait = 30 * time.Second
+	// watchIdle is the default IdleTimeout.
+	watchIdle = 30 * time.Second
 	// watchPatience is how long a watch keeps trying members that do not
 	// accept it before it gives up.
 	watchPatience = time.Minute
@@ -83,7 +115,9 @@ const (
 // cannot go on: ErrGone (the resume token is older than the history the
 // members keep: read afresh and watch with Initial), ErrWatchEnded, a
 // refusal (ErrNotFound, ErrForbidden, ErrInvalid), or ErrUnavailable when
-// no member accepted it for a minute.
+// no member accepted it for a minute. Events of a type not named here (a
+// later version's) are delivered as they come, with their Type: ignore
+// those you do not know.
 func (c *Client) Watch(ctx context.Context, opts WatchOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		q, err := opts.params()
@@ -193,30 +227,53 @@ var errNotStream = errors.New("not the API's event stream")
 func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (accepted, delivered bool, err error) {
 	attempt, cancel := context.WithCancel(ctx)
 	defer cancel()
-	waiting := time.AfterFunc(watchHeaderWait, cancel)
+	idle := w.opts.IdleTimeout
+	if idle <= 0 {
+		idle = watchIdle
+	}
+	var idled atomic.Bool
+	waiting := time.AfterFunc(idle, func() { idled.Store(true); cancel() })
 	defer waiting.Stop()
 	r := &request{method: http.MethodGet, path: "/kv/v1/watch", query: w.query, idempotent: true, stream: true,
 		header: http.Header{"Accept": {"text/event-stream, application/json"}}}
+	after := ""
 	if w.live && w.token != "" {
+		after = w.token
 		r.header.Set("Last-Event-ID", w.token)
+	}
+	member := ""
+	defer func() {
+		if err != nil && w.opts.OnStream != nil && !errors.Is(err, errStopped) && ctx.Err() == nil {
+			w.opts.OnStream(WatchStream{Member: member, After: after, Err: err, Last: w.token})
+		}
+	}()
+	timedOut := func(err error) error {
+		if idled.Load() {
+			return fmt.Errorf("nothing came for %v: %w: %w", idle, context.DeadlineExceeded, err)
+		}
+		return err
 	}
 	resp, err := w.c.do(attempt, r)
 	if err != nil {
-		return false, false, err
+		return false, false, timedOut(err)
 	}
 	defer resp.stream.Close()
-	waiting.Stop()
 	if mt, _, _ := mime.ParseMediaType(resp.header.Get("Content-Type")); mt != "text/event-stream" {
 		return false, false, fmt.Errorf("%w: the answer is %q", errNotStream, resp.header.Get("Content-Type"))
 	}
-	rd := newSSEReader(resp.stream, maxEventLine)
+	waiting.Reset(idle)
+	member = resp.member
+	if w.opts.OnStream != nil {
+		w.opts.OnStream(WatchStream{Member: member, After: after, Last: w.token})
+	}
+	rd := newSSEReader(&idleReader{r: resp.stream, t: waiting, d: idle}, maxEventLine)
 	for {
 		ev, err := rd.Next()
 		if w.live && rd.LastID() != "" {
 			w.token = rd.LastID()
 		}
 		if err != nil {
-			return true, delivered, fmt.Errorf("the stream from %s dropped: %w", resp.member, err)
+			return true, delivered, timedOut(fmt.Errorf("the stream from %s dropped: %w", resp.member, err))
 		}
 		delivered = true
 		out, ok, err := w.event(ev)
@@ -265,8 +322,23 @@ func (w *watch) event(ev sseEvent) (Event, bool, error) {
 			w.seen[out.Key] = string(out.Value)
 		}
 		return out, true, nil
-	case EventCreate, EventUpdate, EventDestroy, EventExpire, EventClear:
-		return out, true, nil
 	}
-	return Event{}, false, nil // a type of a later version
+	// The changes, and types of a later version, for the caller to ignore.
+	return out, true, nil
+}
+
+// idleReader pushes t back by d whenever bytes come: when none come for
+// d, t's function gives the stream up.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
 }

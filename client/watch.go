@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/kvnode/kvnode/client/internal/sse"
 )
 
 // WatchOptions say what a watch follows (GET /kv/v1/watch): a region's
@@ -266,7 +268,7 @@ func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (acce
 	if w.opts.OnStream != nil {
 		w.opts.OnStream(WatchStream{Member: member, After: after, Last: w.token})
 	}
-	rd := newSSEReader(&idleReader{r: resp.stream, t: waiting, d: idle}, maxEventLine)
+	rd := sse.NewReader(&idleReader{r: resp.stream, t: waiting, d: idle}, maxEventLine)
 	for {
 		ev, err := rd.Next()
 		if w.live && rd.LastID() != "" {
@@ -287,7 +289,7 @@ func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (acce
 }
 
 // event turns one SSE event into the Event to deliver (ok false: none).
-func (w *watch) event(ev sseEvent) (Event, bool, error) {
+func (w *watch) event(ev sse.Event) (Event, bool, error) {
 	var d struct {
 		Event
 		Cause string `json:"cause"`

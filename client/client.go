@@ -49,10 +49,8 @@ type Config struct {
 	MaxIdleConnsPerMember int
 	// Transport, when set, carries every request instead of the client's
 	// own (TLS, DialTimeout and MaxIdleConnsPerMember are then its
-	// business); for tests and instrumentation. A connection it could not
-	// open must fail with a *net.OpError whose Op is "dial", as net/http's
-	// Transport does: that is how the client knows that nothing was sent
-	// and the request may go to another member.
+	// business; a failed dial must be a *net.OpError "dial", as
+	// net/http's is); for tests and instrumentation.
 	Transport http.RoundTripper
 }
 

@@ -55,13 +55,10 @@ func WithTTL(d time.Duration) Option {
 // leader.
 func Stale() Option { return func(o *options) { o.stale = true } }
 
-// AtMostOnce makes a Put or PutAll, which the client otherwise sends
-// again whatever happened to an earlier try, be sent again only when it
-// cannot have been applied, like a put-if-absent: when its outcome is
-// unknown it fails with ErrOutcomeUnknown. For a program that must know
-// how many times a value was written: each time is a change that a watch
-// delivers, and a put applied twice around another client's write leaves
-// that write overwritten by a put its caller made once.
+// AtMostOnce sends a Put or PutAll again only when it cannot have been
+// applied, as a put-if-absent: an unknown outcome is ErrOutcomeUnknown.
+// For programs that count writes: a put applied twice is two changes to
+// a watch, and may overwrite another client's write made between them.
 func AtMostOnce() Option { return func(o *options) { o.once = true } }
 
 func collect(opts []Option) options {
@@ -211,54 +208,50 @@ func (r *Region) Put(ctx context.Context, key string, value any, opts ...Option)
 // sending the request again (which PutAll does while it may, unless
 // AtMostOnce) stores them all.
 func (r *Region) PutAll(ctx context.Context, entries []Entry, opts ...Option) error {
-	keys := make([]string, len(entries))
-	values := make([]json.RawMessage, len(entries))
-	for i, e := range entries {
-		keys[i] = e.Key
-		v, err := encode(e.Value)
-		if err != nil {
-			return fmt.Errorf("entry %q: %w", e.Key, err)
-		}
-		values[i] = v
+	keys, values, err := split(entries)
+	if err != nil {
+		return err
 	}
 	o := collect(opts)
 	return r.putMany(ctx, keys, values, "", !o.once, o)
 }
 
-// ReplaceAll stores each entry's value at its key only if every key
-// exists (PUT /kv/v1/{region}/{k1},{k2}?op=REPLACE); ErrNotFound, and
-// nothing stored, when one does not. In a partitioned region that holds
-// for the keys of each partition group, and a refusal of keys of several
-// groups may leave other groups' entries stored. It is never sent again
-// once its outcome is unknown (ErrOutcomeUnknown).
-func (r *Region) ReplaceAll(ctx context.Context, entries []Entry, opts ...Option) error {
+// split is the keys and the encoded values of entries.
+func split(entries []Entry) ([]string, []json.RawMessage, error) {
 	keys := make([]string, len(entries))
 	values := make([]json.RawMessage, len(entries))
 	for i, e := range entries {
 		keys[i] = e.Key
 		v, err := encode(e.Value)
 		if err != nil {
-			return fmt.Errorf("entry %q: %w", e.Key, err)
+			return nil, nil, fmt.Errorf("entry %q: %w", e.Key, err)
 		}
 		values[i] = v
+	}
+	return keys, values, nil
+}
+
+// ReplaceAll stores each entry only if every key exists; ErrNotFound, and
+// nothing stored, when one does not (in a partitioned region: per group,
+// and a refusal may leave other groups' entries stored).
+func (r *Region) ReplaceAll(ctx context.Context, entries []Entry, opts ...Option) error {
+	keys, values, err := split(entries)
+	if err != nil {
+		return err
 	}
 	return absent(r.putMany(ctx, keys, values, "REPLACE", false, collect(opts)))
 }
 
-// Swap is one key of CompareAndSetAll: its value is to become New if it
-// is Old now (compared as JSON, as CompareAndSet compares).
+// Swap is a key of CompareAndSetAll: its value becomes New if it is Old.
 type Swap struct {
 	Key      string
 	Old, New any
 }
 
-// CompareAndSetAll stores each swap's New at its key only if every key
-// holds its Old now (PUT /kv/v1/{region}/{k1},{k2}?op=CAS). When one does
-// not, the error is ErrConflict and its *Error's Current is the value
-// found at the first such key, in the given order; ErrNotFound when a key
-// does not exist; nothing is stored either way. Keys of several partition
-// groups are refused or stored per group, as ReplaceAll says. It is never
-// sent again once its outcome is unknown.
+// CompareAndSetAll stores each New only if every key holds its Old (as
+// CompareAndSet compares); else ErrConflict, its *Error's Current the
+// value of the first key that does not, or ErrNotFound, nothing stored
+// (per group, as ReplaceAll says).
 func (r *Region) CompareAndSetAll(ctx context.Context, swaps []Swap, opts ...Option) error {
 	keys := make([]string, len(swaps))
 	values := make([]json.RawMessage, len(swaps))

@@ -109,22 +109,16 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 	}
 }
 
-// ended is the error of r's last try when ctx ended: a write that was
-// sent and not answered in full, or answered 503 without the certificate
-// that nothing was written, has an unknown outcome however its try ended.
+// ended is the error of r's last try when ctx ended: a write sent and
+// not answered in full, or answered an uncertified 503, is unknown.
 func ended(r *request, err error) error {
-	if r.idempotent {
-		return err
-	}
 	var ns *notSentError
 	var ae *Error
 	switch {
-	case errors.As(err, &ns):
+	case r.idempotent || errors.As(err, &ns):
 		return err
 	case errors.As(err, &ae):
-		if ae.Status == http.StatusServiceUnavailable && !ae.notApplied() {
-			ae.unknown = true
-		}
+		ae.unknown = ae.Status == http.StatusServiceUnavailable && !ae.notApplied()
 		return ae
 	}
 	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
@@ -207,9 +201,7 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 		if errors.As(err, &ns) {
 			return nil, ns
 		}
-		// A Config.Transport of the program's own: a failed dial sent
-		// nothing either.
-		var op *net.OpError
+		var op *net.OpError // a Config.Transport's failed dial
 		if errors.As(err, &op) && op.Op == "dial" {
 			return nil, &notSentError{err}
 		}

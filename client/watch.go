@@ -1,11 +1,11 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"mime"
 	"net/http"
@@ -38,35 +38,24 @@ type WatchOptions struct {
 	// WatchStream's Last): every change after it is delivered, or the
 	// watch fails with ErrGone when the members no longer keep it.
 	From string
-	// IdleTimeout: a member that does not start the stream within it, or
-	// whose stream then brings nothing for as long (no event, no
-	// keep-alive: the members send one every 15 s), is paused or cut off
-	// without a word, and the watch resumes on another member. Default
-	// 30 s.
+	// IdleTimeout: a member that starts no stream within it, or whose
+	// stream brings nothing for as long (the members send a keep-alive
+	// every 15 s), is left for another. Default 30 s.
 	IdleTimeout time.Duration
-	// OnStream, when set, is told of each stream the watch opens and of
-	// its end, in the iterator's goroutine and before the stream's events
-	// are delivered: for logs and metrics of a long-lived watch, or to
-	// number the streams events come on.
+	// OnStream, when set, is told of each stream's start and end, before
+	// its events are delivered, in the iterator's goroutine.
 	OnStream func(WatchStream)
 }
 
-// WatchStream is one request of a watch, as OnStream is told of it.
+// WatchStream is one request of a watch, for OnStream.
 type WatchStream struct {
-	// Member is the base URL of the member serving the stream; "" when no
-	// member started one (Err says why; an *Error's URL names the member
-	// that refused).
-	Member string
-	// After is the token the request resumed after (Last-Event-ID), ""
-	// when it started from the present (or with the initial entries).
-	After string
-	// Err is nil when the stream starts; when it ends, or no member
-	// started it, why. A stream left idle ends with an error that is
-	// context.DeadlineExceeded.
+	Member string // the serving member's base URL; "" if none started it
+	After  string // the token it resumed after (Last-Event-ID)
+	// Err is nil at the start; at the end, or when no member started a
+	// stream, why (context.DeadlineExceeded when it was left idle).
 	Err error
-	// Last is where the watch stands: the token it resumes after next
-	// (the last event's, or a later position a keep-alive gave). A
-	// program that saves it can resume later with From.
+	// Last is the token the watch resumes after next (a keep-alive's
+	// may be later than the last event's): a From to save.
 	Last string
 }
 
@@ -229,10 +218,7 @@ var errNotStream = errors.New("not the API's event stream")
 func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (accepted, delivered bool, err error) {
 	attempt, cancel := context.WithCancel(ctx)
 	defer cancel()
-	idle := w.opts.IdleTimeout
-	if idle <= 0 {
-		idle = watchIdle
-	}
+	idle := cmp.Or(max(w.opts.IdleTimeout, 0), watchIdle)
 	var idled atomic.Bool
 	waiting := time.AfterFunc(idle, func() { idled.Store(true); cancel() })
 	defer waiting.Stop()
@@ -245,19 +231,16 @@ func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (acce
 	}
 	member := ""
 	defer func() {
+		if err != nil && idled.Load() {
+			err = fmt.Errorf("nothing came for %v: %w: %w", idle, context.DeadlineExceeded, err)
+		}
 		if err != nil && w.opts.OnStream != nil && !errors.Is(err, errStopped) && ctx.Err() == nil {
 			w.opts.OnStream(WatchStream{Member: member, After: after, Err: err, Last: w.token})
 		}
 	}()
-	timedOut := func(err error) error {
-		if idled.Load() {
-			return fmt.Errorf("nothing came for %v: %w: %w", idle, context.DeadlineExceeded, err)
-		}
-		return err
-	}
 	resp, err := w.c.do(attempt, r)
 	if err != nil {
-		return false, false, timedOut(err)
+		return false, false, err
 	}
 	defer resp.stream.Close()
 	if mt, _, _ := mime.ParseMediaType(resp.header.Get("Content-Type")); mt != "text/event-stream" {
@@ -268,14 +251,14 @@ func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (acce
 	if w.opts.OnStream != nil {
 		w.opts.OnStream(WatchStream{Member: member, After: after, Last: w.token})
 	}
-	rd := sse.NewReader(&idleReader{r: resp.stream, t: waiting, d: idle}, maxEventLine)
+	rd := sse.NewReader(sse.Idle(resp.stream, waiting, idle), maxEventLine)
 	for {
 		ev, err := rd.Next()
 		if w.live && rd.LastID() != "" {
 			w.token = rd.LastID()
 		}
 		if err != nil {
-			return true, delivered, timedOut(fmt.Errorf("the stream from %s dropped: %w", resp.member, err))
+			return true, delivered, fmt.Errorf("the stream from %s dropped: %w", resp.member, err)
 		}
 		delivered = true
 		out, ok, err := w.event(ev)
@@ -327,20 +310,4 @@ func (w *watch) event(ev sse.Event) (Event, bool, error) {
 	}
 	// The changes, and types of a later version, for the caller to ignore.
 	return out, true, nil
-}
-
-// idleReader pushes t back by d whenever bytes come: when none come for
-// d, t's function gives the stream up.
-type idleReader struct {
-	r io.Reader
-	t *time.Timer
-	d time.Duration
-}
-
-func (ir *idleReader) Read(p []byte) (int, error) {
-	n, err := ir.r.Read(p)
-	if n > 0 {
-		ir.t.Reset(ir.d)
-	}
-	return n, err
 }

@@ -1,5 +1,6 @@
 // Package sse reads Server-Sent Events as a browser's EventSource does,
-// for package client's watch: pure text, the standard library only.
+// for package client's watch, and gives up a stream that goes idle: the
+// standard library only.
 package sse
 
 import (
@@ -141,4 +142,24 @@ func (r *Reader) dispatch() (Event, bool) {
 		typ = "message"
 	}
 	return Event{Type: typ, Data: strings.TrimSuffix(data, "\n"), ID: r.lastID}, true
+}
+
+// Idle is r with t pushed back by d whenever bytes come: when none come
+// for d, t fires (and its function gives the stream up).
+func Idle(r io.Reader, t *time.Timer, d time.Duration) io.Reader {
+	return &idleReader{r: r, t: t, d: d}
+}
+
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
 }

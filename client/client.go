@@ -49,7 +49,8 @@ type Config struct {
 	MaxIdleConnsPerMember int
 	// Transport, when set, carries every request instead of the client's
 	// own (TLS, DialTimeout and MaxIdleConnsPerMember are then its
-	// business); for tests and instrumentation.
+	// business; a failed dial must be a *net.OpError "dial", as
+	// net/http's is); for tests and instrumentation.
 	Transport http.RoundTripper
 }
 

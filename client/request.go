@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -65,7 +66,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, ended(r, err)
 		}
 		var ns *notSentError
 		var ae *Error
@@ -97,7 +98,12 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		case errors.As(err, &ae):
 			return nil, ae
 		default:
-			// Sent, and no answer came back whole.
+			// Sent, and no answer came back whole: the leader we aimed at
+			// may be gone, whatever becomes of this request.
+			if target != "" {
+				c.route.stale()
+				target = ""
+			}
 			if !r.idempotent {
 				return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 			}
@@ -106,6 +112,21 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			}
 		}
 	}
+}
+
+// ended is the error of r's last try when ctx ended: a write sent and
+// not answered in full, or answered an uncertified 503, is unknown.
+func ended(r *request, err error) error {
+	var ns *notSentError
+	var ae *Error
+	switch {
+	case r.idempotent || errors.As(err, &ns):
+		return err
+	case errors.As(err, &ae):
+		ae.unknown = ae.Status == http.StatusServiceUnavailable && !ae.notApplied()
+		return ae
+	}
+	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 }
 
 // notApplied reports whether a 503 certified that nothing was written.
@@ -184,6 +205,10 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 		var ns *notSentError
 		if errors.As(err, &ns) {
 			return nil, ns
+		}
+		var op *net.OpError // a Config.Transport's failed dial
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, &notSentError{err}
 		}
 		return nil, fmt.Errorf("%s %s on %s: %w", r.method, r.path, m.base, err)
 	}

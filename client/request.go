@@ -55,7 +55,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 	var target string
 	var version uint64
 	if r.toLeader && c.route != nil {
-		target, version = c.route.leaderFor(r.region, r.key)
+		target, version = c.route.Leader(r.region, r.key)
 	}
 	deadline := time.Now().Add(c.cfg.RetryFor)
 	var refused []error
@@ -75,7 +75,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			m.skipUntil.Store(time.Now().Add(c.cfg.SkipFor).UnixNano())
 			refused = append(refused, fmt.Errorf("%s: %w", m.base, ns.err))
 			if target != "" {
-				c.route.stale() // the leader we knew is gone
+				c.route.Stale() // the leader we knew is gone
 				target = ""
 			}
 			if n := len(c.snapshot()); len(refused)%n == 0 {
@@ -89,7 +89,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 				return nil, ae
 			}
 			if target != "" {
-				c.route.stale()
+				c.route.Stale()
 				target = ""
 			}
 			if !pause(ctx, deadline, attempt) {
@@ -101,7 +101,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			// Sent, and no answer came back whole: the leader we aimed at
 			// may be gone, whatever becomes of this request.
 			if target != "" {
-				c.route.stale()
+				c.route.Stale()
 				target = ""
 			}
 			if !r.idempotent {
@@ -213,7 +213,7 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 		return nil, fmt.Errorf("%s %s on %s: %w", r.method, r.path, m.base, err)
 	}
 	if version > 0 && resp.Header.Get(headerHops) != "" && resp.Header.Get(headerHops) != "0" {
-		c.route.stale()
+		c.route.Stale()
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
 	if ok && r.stream {

@@ -2,12 +2,11 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/kvnode/kvnode/chaos/backend"
+	"github.com/kvnode/kvnode/client"
 )
 
 // Leaders is who leads what, as one member's management views tell.
@@ -46,13 +45,12 @@ func (l Leaders) TermSum() uint64 {
 // FetchLeaders asks the members in turn (skipping those down[i]) until
 // one answers both management views with every group led.
 func FetchLeaders(ctx context.Context, b backend.Cluster, down func(int) bool) (Leaders, error) {
-	hc := &http.Client{Timeout: 2 * time.Second}
 	var last error = fmt.Errorf("no member is up")
 	for i := range b.Size() {
 		if down != nil && down(i) {
 			continue
 		}
-		l, err := fetchLeaders(ctx, hc, b.URL(i))
+		l, err := fetchLeaders(ctx, b.URL(i))
 		if err == nil {
 			return l, nil
 		}
@@ -61,16 +59,21 @@ func FetchLeaders(ctx context.Context, b backend.Cluster, down func(int) bool) (
 	return Leaders{}, last
 }
 
-func fetchLeaders(ctx context.Context, hc *http.Client, base string) (Leaders, error) {
-	var cv struct {
-		Leader string `json:"leader"`
-		Term   uint64 `json:"term"`
-	}
-	if err := getJSON(ctx, hc, base+"/management/v1/cluster", &cv); err != nil {
+// fetchLeaders reads who leads what through the member at base alone.
+func fetchLeaders(ctx context.Context, base string) (Leaders, error) {
+	cl, err := memberClient(base)
+	if err != nil {
 		return Leaders{}, err
 	}
-	var pv partitionsView
-	if err := getJSON(ctx, hc, base+"/management/v1/partitions", &pv); err != nil {
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	cv, err := cl.Cluster().Status(ctx)
+	if err != nil {
+		return Leaders{}, err
+	}
+	pv, err := cl.Cluster().Partitions(ctx)
+	if err != nil {
 		return Leaders{}, err
 	}
 	if cv.Leader == "" {
@@ -87,30 +90,9 @@ func fetchLeaders(ctx context.Context, hc *http.Client, base string) (Leaders, e
 	return l, nil
 }
 
-// partitionsView is what the suite reads of GET
-// /management/v1/partitions.
-type partitionsView struct {
-	PartitionGroups int `json:"partitionGroups"`
-	Groups          []struct {
-		Group   uint64 `json:"group"`
-		Buckets []int  `json:"buckets"`
-		Leader  string `json:"leader"`
-		Term    uint64 `json:"term"`
-	} `json:"groups"`
-}
-
-func getJSON(ctx context.Context, hc *http.Client, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
+// memberClient is a client of the member at base alone that sends each
+// request once, as it is (no single hop, no retry): the suite's views of
+// one member, and its probes of one member's writes.
+func memberClient(base string) (*client.Client, error) {
+	return client.New(client.Config{Endpoints: []string{base}, DisableSingleHop: true, RetryFor: time.Nanosecond})
 }

@@ -26,9 +26,10 @@
 //   - model/: the per-family model of the REST semantics, the history, the
 //     check and what is saved when it fails (the history and porcupine's
 //     HTML).
-//   - workload/: the clients whose operations are recorded and checked,
-//     the REST form of each, the ledger writer, and the watcher (an SSE
-//     client that resumes on another member whenever its stream ends).
+//   - workload/: the clients whose operations are recorded and checked
+//     (package client, each operation's call and the reading of its
+//     answer), the ledger writer, and the watcher (client.Watch, which
+//     resumes on another member whenever its stream ends).
 //   - backend/: one interface (backend.Cluster) over kvnode processes on
 //     127.0.0.0/8 and over the docker-compose cluster.
 //   - netproxy/: the link proxies of the process backend (blackhole,

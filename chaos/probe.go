@@ -1,18 +1,16 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/kvnode/kvnode/chaos/backend"
 	"github.com/kvnode/kvnode/chaos/workload"
+	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -97,8 +95,13 @@ func (p *Prober) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hc := &http.Client{Timeout: p.Timeout}
-			defer hc.CloseIdleConnections()
+			// This member alone, each write sent once: the probe measures
+			// when this member's writes succeed.
+			cl, err := memberClient(p.URLs[m])
+			if err != nil {
+				return
+			}
+			defer cl.Close()
 			keys := make([]string, len(groups))
 			for i, g := range groups {
 				keys[i] = p.probeKey(m, g)
@@ -111,7 +114,7 @@ func (p *Prober) Run(ctx context.Context) {
 					g, key = p.target(n, m, byBucket)
 				}
 				call := time.Since(p.Clock)
-				ok, refused := p.write(ctx, hc, p.URLs[m], key, n)
+				ok, refused := p.write(ctx, cl, key, n)
 				p.mu.Lock()
 				p.probe = append(p.probe, probeOp{member: p.Names[m], group: g, call: call, ret: time.Since(p.Clock), ok: ok})
 				p.mu.Unlock()
@@ -144,14 +147,23 @@ func (p *Prober) target(n, m int, byBucket map[int]string) (uint64, string) {
 // into owns, when a majority of them show the same owners (a member cut
 // off shows an old table).
 func (p *Prober) followTable(ctx context.Context) {
-	hc := &http.Client{Timeout: time.Second}
-	defer hc.CloseIdleConnections()
+	var members []*client.Cluster
+	for _, u := range p.URLs {
+		cl, err := memberClient(u)
+		if err != nil {
+			return
+		}
+		defer cl.Close()
+		members = append(members, cl.Cluster())
+	}
 	for ctx.Err() == nil {
 		votes := map[string]int{}
 		tables := map[string]map[uint64]int{}
-		for _, u := range p.URLs {
-			var pv partitionsView
-			if getJSON(ctx, hc, u+"/management/v1/partitions", &pv) != nil {
+		for _, cl := range members {
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			pv, err := cl.Partitions(rctx)
+			cancel()
+			if err != nil {
 				continue
 			}
 			owns := map[uint64]int{}
@@ -178,19 +190,11 @@ func (p *Prober) followTable(ctx context.Context) {
 	}
 }
 
-func (p *Prober) write(ctx context.Context, hc *http.Client, base, key string, n int) (ok, refused bool) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/kv/v1/"+p.Region.Name+"/"+key, bytes.NewReader(workload.ValueJSON(int64(n+1))))
-	if err != nil {
-		return false, false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return false, workload.IsRefused(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, false
+func (p *Prober) write(ctx context.Context, cl *client.Client, key string, n int) (ok, refused bool) {
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	err := cl.Region(p.Region.Name).Put(ctx, key, workload.ValueJSON(int64(n+1)))
+	return err == nil, err != nil && workload.IsRefused(err)
 }
 
 // Failover measures, for every fault on a member that led one of the

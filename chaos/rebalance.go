@@ -1,16 +1,15 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kvnode/kvnode/client"
 )
 
 // The rebalance nemesis grows the partition groups and moves buckets
@@ -86,10 +85,18 @@ func rebalanceFaults(ctx context.Context, r *Run) {
 	r.mu.Lock()
 	r.rebalance = rb
 	r.mu.Unlock()
-	x := &rebalancer{r: r, rb: rb, hc: &http.Client{Timeout: 8 * time.Second}}
-	defer x.hc.CloseIdleConnections()
-	var pv partitionsView
-	if _, err := x.mgmt(ctx, x.r.Rand().IntN(x.r.B.Size()), http.MethodGet, "/management/v1/partitions", nil, &pv); err != nil {
+	x := &rebalancer{r: r, rb: rb}
+	for i := range r.B.Size() {
+		cl, err := memberClient(r.B.URL(i))
+		if err != nil {
+			r.fail("rebalance: a client of %s: %v", r.B.Name(i), err)
+			return
+		}
+		defer cl.Close()
+		x.members = append(x.members, cl.Cluster())
+	}
+	pv, err := x.partitions(ctx)
+	if err != nil {
 		r.fail("rebalance: the partition table before the run: %v", err)
 		return
 	}
@@ -159,12 +166,13 @@ func rebalanceFaults(ctx context.Context, r *Run) {
 	r.Logf("rebalance: %s", rb.Summary())
 }
 
-// rebalancer is the rebalance nemesis's management client and report.
+// rebalancer is the rebalance nemesis's management clients (one of each
+// member alone) and report.
 type rebalancer struct {
-	r  *Run
-	rb *RebalanceReport
-	hc *http.Client
-	mu sync.Mutex // Refusals and Refused: requests run beside the nemesis
+	r       *Run
+	rb      *RebalanceReport
+	members []*client.Cluster
+	mu      sync.Mutex // Refusals and Refused: requests run beside the nemesis
 }
 
 // askFor is a request the nemesis drew: a PATCH to groups (0: a POST of
@@ -186,37 +194,45 @@ func (x *rebalancer) drawAsk() askFor {
 // random numbers; the report's fields it sets are read after it ends.
 func (x *rebalancer) ask(ctx context.Context, a askFor) {
 	r, rb := x.r, x.rb
-	var started struct {
-		OperationID string `json:"operationId"`
-	}
+	var id string
 	if a.groups > 0 {
 		rb.Patches++
-		body, _ := json.Marshal(map[string]int{"groups": a.groups})
-		if who, err := x.mgmt(ctx, a.first, http.MethodPatch, "/management/v1/partitions", body, &started); err != nil {
-			r.Logf("rebalance: PATCH groups %d failed on every member up: %v", a.groups, err)
+		what := fmt.Sprintf("PATCH groups %d", a.groups)
+		who, err := x.mgmt(ctx, a.first, what, func(ctx context.Context, cl *client.Cluster) (err error) {
+			id, err = cl.GrowPartitions(ctx, a.groups)
+			return err
+		})
+		if err != nil {
+			r.Logf("rebalance: %s failed on every member up: %v", what, err)
 		} else {
 			rb.PatchesAccepted++
 			rb.GroupsAsked = max(rb.GroupsAsked, a.groups)
-			r.Logf("rebalance: PATCH groups %d accepted by %s: operation %s", a.groups, who, started.OperationID)
+			r.Logf("rebalance: %s accepted by %s: operation %s", what, who, id)
 		}
 		return
 	}
 	rb.Posts++
-	if who, err := x.mgmt(ctx, a.first, http.MethodPost, "/management/v1/operations/rebalances", nil, &started); err != nil {
+	who, err := x.mgmt(ctx, a.first, "POST rebalance", func(ctx context.Context, cl *client.Cluster) (err error) {
+		id, err = cl.Rebalance(ctx)
+		return err
+	})
+	if err != nil {
 		r.Logf("rebalance: POST failed on every member up: %v", err)
 	} else {
 		rb.PostsAccepted++
-		r.Logf("rebalance: POST accepted by %s: operation %s", who, started.OperationID)
+		r.Logf("rebalance: POST accepted by %s: operation %s", who, id)
 	}
 }
 
-// mgmt sends a management request to the members that are up, from
-// member first, moving on to the next when one cannot be reached or
-// answers 5xx (a 4xx is the cluster's answer: not tried elsewhere). A 2xx
-// answer is decoded into out; it returns the member that answered. Every
-// failed attempt of a PATCH or POST is counted in the run's rebalance
-// report, and the first ones kept there.
-func (x *rebalancer) mgmt(ctx context.Context, first int, method, path string, body []byte, out any) (string, error) {
+// mgmt runs call on the members that are up, each sent once to that
+// member alone, from member first, moving on to the next when one cannot
+// be reached or answers 5xx (a 4xx is the cluster's answer: not tried
+// elsewhere); it returns the member that answered. A request that starts
+// an operation (what names it; "" for a read) is seen through even when
+// the run ends meanwhile, and its every failed attempt is counted in the
+// run's rebalance report, the first ones kept there; a read gives up
+// sooner on a member that is cut off.
+func (x *rebalancer) mgmt(ctx context.Context, first int, what string, call func(context.Context, *client.Cluster) error) (string, error) {
 	r := x.r
 	n := r.B.Size()
 	var errs []string
@@ -225,15 +241,22 @@ func (x *rebalancer) mgmt(ctx context.Context, first int, method, path string, b
 		if r.Down(i) {
 			continue
 		}
-		status, err := x.mgmtOnce(ctx, r.B.URL(i), method, path, body, out)
+		timeout := 2 * time.Second
+		if what != "" {
+			timeout = 8 * time.Second
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		err := call(cctx, x.members[i])
+		cancel()
 		if err == nil {
 			return r.B.Name(i), nil
 		}
-		if method != http.MethodGet {
-			x.refused(fmt.Sprintf("%s %s %s: %v", method, path, r.B.Name(i), err))
+		if what != "" {
+			x.refused(fmt.Sprintf("%s %s: %v", what, r.B.Name(i), err))
 		}
 		errs = append(errs, r.B.Name(i)+": "+err.Error())
-		if status >= 400 && status < 500 || ctx.Err() != nil && method == http.MethodGet {
+		var ae *client.Error
+		if errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500 || ctx.Err() != nil && what == "" {
 			break
 		}
 	}
@@ -243,41 +266,13 @@ func (x *rebalancer) mgmt(ctx context.Context, first int, method, path string, b
 	return "", fmt.Errorf("%s", strings.Join(errs, "; "))
 }
 
-func (x *rebalancer) mgmtOnce(ctx context.Context, base, method, path string, body []byte, out any) (int, error) {
-	// A request sent is seen through even when the run ends meanwhile; a
-	// read gives up sooner on a member that is cut off.
-	ctx = context.WithoutCancel(ctx)
-	if method == http.MethodGet {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := x.hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 != 2 {
-		msg := strings.TrimSpace(string(data))
-		if len(msg) > 200 {
-			msg = msg[:200]
-		}
-		return resp.StatusCode, fmt.Errorf("%s %s", resp.Status, msg)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s: %w", resp.Status, err)
-		}
-	}
-	return resp.StatusCode, nil
+// partitions reads the partition table through a member.
+func (x *rebalancer) partitions(ctx context.Context) (pv *client.Partitions, err error) {
+	_, err = x.mgmt(ctx, x.r.Rand().IntN(x.r.B.Size()), "", func(ctx context.Context, cl *client.Cluster) error {
+		pv, err = cl.Partitions(ctx)
+		return err
+	})
+	return pv, err
 }
 
 // refused notes a management request's failed attempt in the report.
@@ -291,24 +286,13 @@ func (x *rebalancer) refused(msg string) {
 	}
 }
 
-// rebalanceOp is what the nemesis reads of an operation's record.
-type rebalanceOp struct {
-	ID     string `json:"operationId"`
-	Status string `json:"operationStatus"`
-	Result struct {
-		StatusMessage   string `json:"statusMessage"`
-		PartitionGroups int    `json:"partitionGroups"`
-		BucketsMoved    int    `json:"bucketTransfersCompleted"`
-	} `json:"result"`
-}
-
 // operations lists every rebalance operation the cluster recorded.
-func (x *rebalancer) operations(ctx context.Context) ([]rebalanceOp, error) {
-	var list struct {
-		Result []rebalanceOp `json:"result"`
-	}
-	_, err := x.mgmt(ctx, x.r.Rand().IntN(x.r.B.Size()), http.MethodGet, "/management/v1/operations/rebalances", nil, &list)
-	return list.Result, err
+func (x *rebalancer) operations(ctx context.Context) (ops []client.Operation, err error) {
+	_, err = x.mgmt(ctx, x.r.Rand().IntN(x.r.B.Size()), "", func(ctx context.Context, cl *client.Cluster) error {
+		ops, err = cl.Operations(ctx)
+		return err
+	})
+	return ops, err
 }
 
 // bucketsMoved is the sum of every operation's bucket transfers (-1 when
@@ -321,7 +305,7 @@ func (x *rebalancer) bucketsMoved(ctx context.Context) (int, bool) {
 	n, moving := 0, false
 	for _, op := range ops {
 		n += op.Result.BucketsMoved
-		moving = moving || op.Status == "IN_PROGRESS"
+		moving = moving || op.Status == client.OperationInProgress
 	}
 	return n, moving
 }
@@ -337,10 +321,10 @@ func (x *rebalancer) settle() {
 	start := time.Now()
 	var why string
 	for {
-		var pv partitionsView
+		var pv *client.Partitions
 		ops, err := x.operations(ctx)
 		if err == nil {
-			_, err = x.mgmt(ctx, x.r.Rand().IntN(x.r.B.Size()), http.MethodGet, "/management/v1/partitions", nil, &pv)
+			pv, err = x.partitions(ctx)
 		}
 		if err == nil {
 			rb.GroupsAfter = pv.PartitionGroups
@@ -349,9 +333,9 @@ func (x *rebalancer) settle() {
 			for _, op := range ops {
 				rb.BucketsMoved += op.Result.BucketsMoved
 				switch op.Status {
-				case "SUCCESS":
+				case client.OperationSucceeded:
 					rb.Succeeded++
-				case "IN_PROGRESS":
+				case client.OperationInProgress:
 					inProgress = append(inProgress, fmt.Sprintf("%s (groups %d, %d buckets moved: %s)", op.ID, op.Result.PartitionGroups, op.Result.BucketsMoved, op.Result.StatusMessage))
 				default:
 					rb.Errored = append(rb.Errored, op.ID+": "+op.Result.StatusMessage)
@@ -377,7 +361,7 @@ func (x *rebalancer) settle() {
 // settledWhy says why the table and the operations are not settled yet,
 // "" when they are: the groups asked for, each led, none in progress,
 // every group holding ⌊B/P⌋ or ⌈B/P⌉ buckets.
-func settledWhy(pv partitionsView, asked int, inProgress []string) string {
+func settledWhy(pv *client.Partitions, asked int, inProgress []string) string {
 	var why []string
 	if pv.PartitionGroups < asked {
 		why = append(why, fmt.Sprintf("%d partition groups, %d asked for and accepted", pv.PartitionGroups, asked))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvnode/kvnode/chaos/backend"
 	"github.com/kvnode/kvnode/chaos/workload"
+	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -253,15 +254,9 @@ func TestWatchVerdictFailsRun(t *testing.T) {
 // progress, a leaderless group, uneven buckets) and none when it is; runs
 // with a rebalance report get a bucket-moves table, others none.
 func TestRebalanceSettledAndTable(t *testing.T) {
-	var pv partitionsView
-	pv.PartitionGroups = 4
+	pv := &client.Partitions{PartitionGroups: 4}
 	for g, n := range []int{28, 28, 29, 27} {
-		pv.Groups = append(pv.Groups, struct {
-			Group   uint64 `json:"group"`
-			Buckets []int  `json:"buckets"`
-			Leader  string `json:"leader"`
-			Term    uint64 `json:"term"`
-		}{Group: uint64(g + 1), Buckets: make([]int, n), Leader: "n1"})
+		pv.Groups = append(pv.Groups, client.PartitionGroup{Group: uint64(g + 1), Buckets: make([]int, n), Leader: "n1"})
 	}
 	if why := settledWhy(pv, 4, nil); !strings.Contains(why, "buckets per group [28 28 29 27]") {
 		t.Errorf("uneven buckets: %q", why)

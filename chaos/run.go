@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/kvnode/kvnode/chaos/backend"
 	"github.com/kvnode/kvnode/chaos/model"
 	"github.com/kvnode/kvnode/chaos/workload"
+	"github.com/kvnode/kvnode/client"
 )
 
 // Scenario is a named nemesis: it injects faults until ctx ends and leaves
@@ -544,15 +543,24 @@ func waitLeaders(b backend.Cluster) (Leaders, error) {
 // it, and checks the ledger and the replicas.
 func (r *Run) finish(cfg RunConfig, spec backend.RegionSpec, h *model.History, wl *workload.Clients, ledger *workload.Ledger) RegionReport {
 	rr := RegionReport{Region: spec.Name}
-	hc := &http.Client{}
-	defer hc.CloseIdleConnections()
+	// A client of each member alone: every key is read through each one.
+	through := make([]*client.Client, r.B.Size())
+	for m := range through {
+		cl, err := wl.NewClient(m, false)
+		if err != nil {
+			r.fail("%s: a client of %s: %v", spec.Name, r.B.Name(m), err)
+			return rr
+		}
+		defer cl.Close()
+		through[m] = cl
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	final := map[string]int64{}
 	for k, key := range wl.KeyNames() {
 		for m := range r.B.Size() {
 			for attempt := 0; ; attempt++ {
-				op, sent := wl.Do(ctx, hc, m, model.Input{Kind: model.Get, Key: key})
+				op, sent := wl.Do(ctx, through[m], model.Input{Kind: model.Get, Key: key})
 				op.Client = 1_000_000 + k*r.B.Size() + m
 				if sent {
 					h.Add(op)
@@ -622,7 +630,17 @@ func (r *Run) finish(cfg RunConfig, spec backend.RegionSpec, h *model.History, w
 // every key holds the value the final linearizable reads saw, and returns
 // how many keys still disagree after a while.
 func checkReplicas(ctx context.Context, b backend.Cluster, region string, final map[string]int64, fail func(string, ...any)) int {
-	hc := &http.Client{Timeout: 3 * time.Second}
+	replicas := make([]*client.Region, b.Size())
+	for m := range replicas {
+		// Each member alone, each read as sent: its own replica.
+		cl, err := client.New(client.Config{Endpoints: []string{b.URL(m)}, DisableSingleHop: true})
+		if err != nil {
+			fail("%s: a client of %s: %v", region, b.Name(m), err)
+			return len(final)
+		}
+		defer cl.Close()
+		replicas[m] = cl.Region(region)
+	}
 	keys := make([]string, 0, len(final))
 	for k := range final {
 		keys = append(keys, k)
@@ -633,7 +651,7 @@ func checkReplicas(ctx context.Context, b backend.Cluster, region string, final 
 		var bad []string
 		for _, key := range keys {
 			for m := range b.Size() {
-				got, err := staleGet(ctx, hc, b.URL(m), region, key)
+				got, err := staleGet(ctx, replicas[m], key)
 				if err != nil || got != final[key] {
 					bad = append(bad, fmt.Sprintf("%s on %s: %d (%v), want %d", key, b.Name(m), got, err, final[key]))
 				}
@@ -651,27 +669,17 @@ func checkReplicas(ctx context.Context, b backend.Cluster, region string, final 
 }
 
 // staleGet reads a key from one member's own replica.
-func staleGet(ctx context.Context, hc *http.Client, base, region, key string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/kv/v1/"+region+"/"+key+"?consistency=stale", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusNotFound:
+func staleGet(ctx context.Context, r *client.Region, key string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	v, err := r.Get(ctx, key, client.Stale())
+	if errors.Is(err, client.ErrNotFound) {
 		return model.Absent, nil
-	case http.StatusOK:
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return 0, err
-		}
-		return workload.ParseValue(b)
 	}
-	return 0, errors.New(resp.Status)
+	if err != nil {
+		return 0, err
+	}
+	return workload.ParseValue(v)
 }
 
 // cause shortens an unknown outcome's error to a class worth counting.

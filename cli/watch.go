@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -61,7 +62,12 @@ D after D (exit code 0); else it runs until interrupted (Ctrl-C, exit code 0).`,
 			s.untimed() // a watch's answer never ends by itself
 		}
 		errOut := s.cmd.ErrOrStderr()
-		opts.OnResume = func(err error) { fmt.Fprintf(errOut, "watch: %v; resuming\n", err) }
+		opts.OnStream = func(st client.WatchStream) {
+			var e *client.Error
+			if st.Err != nil && !errors.Is(st.Err, client.ErrWatchEnded) && (!errors.As(st.Err, &e) || e.Status == http.StatusServiceUnavailable) {
+				fmt.Fprintf(errOut, "watch: %v; resuming\n", st.Err) // what the watch goes on after
+			}
+		}
 		w := &watcher{p: s.p, errOut: errOut, token: from, left: count}
 		for ev, err := range s.Watch(s.ctx, opts) {
 			if err != nil {

@@ -13,9 +13,8 @@ type Answer struct {
 	// Status and Header are the 2xx answer's.
 	Status int
 	Header http.Header
-	// Body is the answer's body as it came. It is nil for a streamed call
-	// (Keys, Values, Watch, a backup), whose body is read by the iterator
-	// or reader the call returned.
+	// Body is the answer's body as it came; nil for a streamed call (Keys,
+	// Values, Watch, a backup), whose iterator or reader reads it.
 	Body []byte
 	// Member is the base URL of the member that answered.
 	Member string
@@ -24,17 +23,12 @@ type Answer struct {
 // answerKey is the context key of WithAnswer.
 type answerKey struct{}
 
-// WithAnswer returns a copy of ctx under which a call records its answer
-// in a, as net/http/httptrace hands a trace to a request through its
-// context:
-//
-//	var a client.Answer
-//	err := c.CreateRegion(client.WithAnswer(ctx, &a), info)
-//	fmt.Printf("%s\n", a.Body) // {"statusCode":"OK","statusMessage":"region orders created"}
-//
-// A call that succeeds writes a when its answer arrives; an error answer
-// leaves a alone (the *Error carries its Body). a is written without a
-// lock: give each call that may run at the same time an Answer of its own.
+// WithAnswer returns a copy of ctx under which a call that succeeds
+// records its answer in a (as httptrace hands a trace to a request): e.g.
+// c.CreateRegion(client.WithAnswer(ctx, &a), info), then a.Body is
+// {"statusCode":"OK","statusMessage":"region orders created"}. An error
+// leaves a alone (the *Error has the Body). Give each call that may run at
+// the same time an Answer of its own.
 func WithAnswer(ctx context.Context, a *Answer) context.Context {
 	return context.WithValue(ctx, answerKey{}, a)
 }

@@ -84,9 +84,10 @@ func TestAnswerAndWatchData(t *testing.T) {
 	}
 }
 
-// TestWatchOnResume: a stream that breaks is reported to OnResume, and the
-// watch goes on on the next member.
-func TestWatchOnResume(t *testing.T) {
+// TestWatchFirstEndpointFirst: a new client's watch starts on its first
+// endpoint; a stream the member ends is told to OnStream, and the watch
+// goes on on the next one.
+func TestWatchFirstEndpointFirst(t *testing.T) {
 	sse := func(blocks ...string) func(http.ResponseWriter, *http.Request) {
 		return func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -100,7 +101,12 @@ func TestWatchOnResume(t *testing.T) {
 	second := newStub(t, sse("event: create\nid: 0:2.0\ndata: {\"type\":\"create\",\"region\":\"r\",\"key\":\"a\",\"value\":{}}\n\n"))
 	c := stubClient(t, first.srv.URL, second.srv.URL)
 	var told []string
-	for ev, err := range c.Watch(ctx(t), client.WatchOptions{Region: "r", OnResume: func(err error) { told = append(told, err.Error()) }}) {
+	opts := client.WatchOptions{Region: "r", OnStream: func(s client.WatchStream) {
+		if s.Err != nil {
+			told = append(told, s.Err.Error())
+		}
+	}}
+	for ev, err := range c.Watch(ctx(t), opts) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +115,7 @@ func TestWatchOnResume(t *testing.T) {
 		}
 	}
 	if len(told) != 1 || !strings.Contains(told[0], "too slow") {
-		t.Fatalf("OnResume was told %q, want once, with the member's cause", told)
+		t.Fatalf("OnStream was told %q, want once, with the member's cause", told)
 	}
 	if first.calls.Load() != 1 || second.calls.Load() != 1 {
 		t.Fatalf("calls: %d, %d; want the first endpoint first, then the second", first.calls.Load(), second.calls.Load())

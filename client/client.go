@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kvnode/kvnode/client/internal/route"
 )
 
 // Config says where the cluster is and how to reach it. Only Endpoints is
@@ -49,7 +51,8 @@ type Config struct {
 	MaxIdleConnsPerMember int
 	// Transport, when set, carries every request instead of the client's
 	// own (TLS, DialTimeout and MaxIdleConnsPerMember are then its
-	// business); for tests and instrumentation.
+	// business; a failed dial must be a *net.OpError "dial", as
+	// net/http's is); for tests and instrumentation.
 	Transport http.RoundTripper
 }
 
@@ -67,7 +70,7 @@ type Client struct {
 	byBase  map[string]*member
 	next    atomic.Uint64 // where the next request's turn starts
 
-	route *router // nil with DisableSingleHop
+	route *route.Router // nil with DisableSingleHop
 }
 
 // member is one member's base URL and when it may be tried again.

@@ -36,7 +36,8 @@
 // certified that nothing was written) or when sending it twice is harmless
 // (reads, puts, listings). A put-if-absent, a replace, a compare-and-set, a
 // delete or a function call whose outcome is unknown is never sent again:
-// it fails with ErrOutcomeUnknown, and the program decides. A member that
+// it fails with ErrOutcomeUnknown, and the program decides (puts too, with
+// AtMostOnce). A member that
 // cannot be reached is skipped for a while (Config.SkipFor), then tried
 // again.
 //

@@ -32,13 +32,15 @@ type Entry struct {
 	Value any // json.RawMessage and []byte are sent as they are
 }
 
-// Option adjusts one operation: WithTTL for writes, Stale for reads.
+// Option adjusts one operation: WithTTL and AtMostOnce for writes, Stale
+// for reads.
 type Option func(*options)
 
 type options struct {
 	ttl    time.Duration
 	ttlSet bool
 	stale  bool
+	once   bool
 }
 
 // WithTTL gives the entries a write stores a time to live: they expire d
@@ -52,6 +54,12 @@ func WithTTL(d time.Duration) Option {
 // latest writes, instead of linearizably (the default) through its group's
 // leader.
 func Stale() Option { return func(o *options) { o.stale = true } }
+
+// AtMostOnce sends a Put or PutAll again only when it cannot have been
+// applied, as a put-if-absent: an unknown outcome is ErrOutcomeUnknown.
+// For programs that count writes: a put applied twice is two changes to
+// a watch, and may overwrite another client's write made between them.
+func AtMostOnce() Option { return func(o *options) { o.once = true } }
 
 func collect(opts []Option) options {
 	var o options
@@ -188,7 +196,8 @@ func (r *Region) Put(ctx context.Context, key string, value any, opts ...Option)
 	if err != nil {
 		return err
 	}
-	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: collect(opts).query(), body: body, idempotent: true,
+	o := collect(opts)
+	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: o.query(), body: body, idempotent: !o.once,
 		region: r.name, key: key, toLeader: true})
 	return err
 }
@@ -196,21 +205,72 @@ func (r *Region) Put(ctx context.Context, key string, value any, opts ...Option)
 // PutAll stores every entry in one request. In a partitioned region the
 // entries of each partition group are applied together, the groups
 // independently: after a failure some groups' entries may be stored, and
-// sending the request again (which PutAll does while it may) stores them
-// all.
+// sending the request again (which PutAll does while it may, unless
+// AtMostOnce) stores them all.
 func (r *Region) PutAll(ctx context.Context, entries []Entry, opts ...Option) error {
-	if len(entries) == 0 {
-		return nil
+	keys, values, err := split(entries)
+	if err != nil {
+		return err
 	}
+	o := collect(opts)
+	return r.putMany(ctx, keys, values, "", !o.once, o)
+}
+
+// split is the keys and the encoded values of entries.
+func split(entries []Entry) ([]string, []json.RawMessage, error) {
 	keys := make([]string, len(entries))
 	values := make([]json.RawMessage, len(entries))
 	for i, e := range entries {
 		keys[i] = e.Key
 		v, err := encode(e.Value)
 		if err != nil {
-			return fmt.Errorf("entry %q: %w", e.Key, err)
+			return nil, nil, fmt.Errorf("entry %q: %w", e.Key, err)
 		}
 		values[i] = v
+	}
+	return keys, values, nil
+}
+
+// ReplaceAll stores each entry only if every key exists; ErrNotFound, and
+// nothing stored, when one does not (in a partitioned region: per group,
+// and a refusal may leave other groups' entries stored).
+func (r *Region) ReplaceAll(ctx context.Context, entries []Entry, opts ...Option) error {
+	keys, values, err := split(entries)
+	if err != nil {
+		return err
+	}
+	return absent(r.putMany(ctx, keys, values, "REPLACE", false, collect(opts)))
+}
+
+// Swap is a key of CompareAndSetAll: its value becomes New if it is Old.
+type Swap struct {
+	Key      string
+	Old, New any
+}
+
+// CompareAndSetAll stores each New only if every key holds its Old (as
+// CompareAndSet compares); else ErrConflict, its *Error's Current the
+// value of the first key that does not, or ErrNotFound, nothing stored
+// (per group, as ReplaceAll says).
+func (r *Region) CompareAndSetAll(ctx context.Context, swaps []Swap, opts ...Option) error {
+	keys := make([]string, len(swaps))
+	values := make([]json.RawMessage, len(swaps))
+	for i, sw := range swaps {
+		keys[i] = sw.Key
+		v, err := casBody(sw.Old, sw.New)
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", sw.Key, err)
+		}
+		values[i] = v
+	}
+	return absent(r.putMany(ctx, keys, values, "CAS", false, collect(opts)))
+}
+
+// putMany sends PUT /kv/v1/{region}/{keys}[?op=] with values as the
+// body's array.
+func (r *Region) putMany(ctx context.Context, keys []string, values []json.RawMessage, op string, idempotent bool, o options) error {
+	if len(keys) == 0 {
+		return nil
 	}
 	path, err := r.keysPath(keys)
 	if err != nil {
@@ -220,7 +280,14 @@ func (r *Region) PutAll(ctx context.Context, entries []Entry, opts ...Option) er
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
-	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: collect(opts).query(), body: body, idempotent: true,
+	q := o.query()
+	if op != "" {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("op", op)
+	}
+	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: q, body: body, idempotent: idempotent,
 		region: r.name, key: keys[0], toLeader: true})
 	return err
 }
@@ -291,24 +358,13 @@ func (r *Region) Replace(ctx context.Context, key string, value any, opts ...Opt
 // is not, the error is ErrConflict and its *Error's Current is the value
 // found; ErrNotFound when the key does not exist.
 func (r *Region) CompareAndSet(ctx context.Context, key string, oldValue, newValue any, opts ...Option) error {
-	oldJSON, err := encode(oldValue)
-	if err != nil {
-		return err
-	}
-	newJSON, err := encode(newValue)
+	body, err := casBody(oldValue, newValue)
 	if err != nil {
 		return err
 	}
 	path, err := r.keysPath([]string{key})
 	if err != nil {
 		return err
-	}
-	body, err := json.Marshal(struct {
-		Old json.RawMessage `json:"@old"`
-		New json.RawMessage `json:"@new"`
-	}{oldJSON, newJSON})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	q := collect(opts).query()
 	if q == nil {
@@ -318,6 +374,26 @@ func (r *Region) CompareAndSet(ctx context.Context, key string, oldValue, newVal
 	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: q, body: body,
 		region: r.name, key: key, toLeader: true})
 	return absent(err)
+}
+
+// casBody is a compare-and-set's {"@old": oldValue, "@new": newValue}.
+func casBody(oldValue, newValue any) (json.RawMessage, error) {
+	oldJSON, err := encode(oldValue)
+	if err != nil {
+		return nil, err
+	}
+	newJSON, err := encode(newValue)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(struct {
+		Old json.RawMessage `json:"@old"`
+		New json.RawMessage `json:"@new"`
+	}{oldJSON, newJSON})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return body, nil
 }
 
 // absentMessage is how the members say that a REPLACE or CAS found no key

@@ -144,6 +144,26 @@ func testEntryOps(t *testing.T, r *client.Region, kind string) {
 		t.Fatalf("CompareAndSet(missing) = %v, want ErrNotFound", err)
 	}
 
+	// multi-key replace and compare-and-set: all or nothing
+	two := []client.Entry{{Key: "b00", Value: order(100)}, {Key: "b01", Value: order(101)}}
+	if err := r.ReplaceAll(ctx(t), two); err != nil {
+		t.Fatalf("ReplaceAll: %v", err)
+	}
+	if err := r.ReplaceAll(ctx(t), []client.Entry{{Key: "b00", Value: order(1)}, {Key: "nope", Value: order(1)}}); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("ReplaceAll with a missing key = %v, want ErrNotFound", err)
+	}
+	swaps := []client.Swap{{Key: "b00", Old: order(100), New: order(200)}, {Key: "b01", Old: order(101), New: order(201)}}
+	if err := r.CompareAndSetAll(ctx(t), swaps); err != nil {
+		t.Fatalf("CompareAndSetAll: %v", err)
+	}
+	err = r.CompareAndSetAll(ctx(t), []client.Swap{{Key: "b00", Old: order(200), New: order(300)}, {Key: "b01", Old: order(101), New: order(301)}})
+	if !errors.Is(err, client.ErrConflict) || !same(currentOf(err), 201) {
+		t.Fatalf("CompareAndSetAll with a stale value = %v (current %s), want ErrConflict with the value 201", err, currentOf(err))
+	}
+	if vs, err := r.GetMany(ctx(t), []string{"b00", "b01"}); err != nil || !same(vs[0], 200) || !same(vs[1], 201) {
+		t.Fatalf("after a refused CompareAndSetAll: %q, %v; want 200 and 201 (nothing stored)", vs, err)
+	}
+
 	// delete: all or nothing
 	if err := r.Delete(ctx(t), "c", "nope"); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("Delete with a missing key = %v, want ErrNotFound", err)

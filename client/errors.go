@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kvnode/kvnode/client/internal/wire"
 )
 
 // Kinds of failure, for errors.Is.
@@ -55,9 +56,7 @@ type Error struct {
 	Current json.RawMessage
 	// Body is the answer's body as it came.
 	Body []byte
-	// RetryAfter is how long the member asked to wait before trying again
-	// (the Retry-After of a 503 or 429, in seconds), 0 when it said
-	// nothing.
+	// RetryAfter is the wait a 503 or 429 asked for (Retry-After), or 0.
 	RetryAfter time.Duration
 	// unknown marks a 503 to a write that may have been applied; outcome
 	// is the answer's Kvnode-Outcome header.
@@ -91,12 +90,8 @@ func (e *Error) Is(target error) bool {
 	case ErrForbidden:
 		return e.Status == http.StatusForbidden
 	case ErrInvalid:
-		switch e.Status {
-		case http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge,
-			http.StatusRequestURITooLong, http.StatusUnsupportedMediaType:
-			return true
-		}
-		return false
+		return slices.Contains([]int{http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge,
+			http.StatusRequestURITooLong, http.StatusUnsupportedMediaType}, e.Status)
 	case ErrUnavailable:
 		return e.Status == http.StatusServiceUnavailable
 	case ErrOutcomeUnknown:
@@ -109,26 +104,11 @@ func (e *Error) Is(target error) bool {
 
 // apiError builds the *Error of an answer.
 func apiError(method, url string, status int, body []byte) *Error {
-	e := &Error{Method: method, URL: url, Status: status, Body: body, Message: causeOf(body)}
+	e := &Error{Method: method, URL: url, Status: status, Body: body, Message: wire.Cause(body)}
 	if status == http.StatusConflict && e.Message == "" && json.Valid(body) {
 		e.Current = json.RawMessage(body)
 	}
 	return e
-}
-
-// causeOf is the cause of an error answer, {"cause": "..."}; "" for any
-// other body (a conflict's body is the current value, which may have a
-// "cause" member of its own among others).
-func causeOf(body []byte) string {
-	var doc struct {
-		Cause *string `json:"cause"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil || doc.Cause == nil {
-		return ""
-	}
-	return *doc.Cause
 }
 
 // unreachableError is every member refusing the connection.
@@ -149,10 +129,8 @@ func (e *unreachableError) Is(target error) bool { return target == ErrUnavailab
 func (e *unreachableError) Unwrap() []error { return e.attempts }
 
 // certRefusedError is a member refusing the TLS handshake over the
-// client's certificate: under TLS 1.3 the client hears of it only when it
-// reads the answer, but the member never read the request, so nothing was
-// applied; and every member checks certificates alike, so it is not sent
-// again.
+// client's certificate: seen when the answer is read (TLS 1.3), but the
+// request was not, and every member would refuse it: not sent again.
 type certRefusedError struct {
 	member string
 	err    error
@@ -161,12 +139,11 @@ type certRefusedError struct {
 func (e *certRefusedError) Error() string {
 	return fmt.Sprintf("%s refused the TLS handshake (%v): no client certificate, or one its client CA did not sign", e.member, e.err)
 }
-
 func (e *certRefusedError) Unwrap() error        { return e.err }
 func (e *certRefusedError) Is(target error) bool { return target == ErrUnauthorized }
 
-// certRefused is err as a *certRefusedError when it is a TLS alert about
-// the client's certificate that the member at base sent, else nil.
+// certRefused is err as a *certRefusedError when it is the TLS alert of
+// the member at base about the client's certificate, else nil.
 func certRefused(base string, err error) error {
 	var op *net.OpError
 	if !errors.As(err, &op) || op.Op != "remote error" || !strings.Contains(op.Err.Error(), "certificate") {

@@ -3,11 +3,12 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/kvnode/kvnode/client/internal/wire"
 )
 
 // Keys iterates over the region's keys in ascending order as the member
@@ -25,8 +26,8 @@ func (r *Region) Keys(ctx context.Context, opts ...Option) iter.Seq2[string, err
 		}
 		defer resp.stream.Close()
 		dec := json.NewDecoder(resp.stream)
-		if err := openList(dec, "keys"); err != nil {
-			yield("", err)
+		if err := wire.OpenList(dec, "keys"); err != nil {
+			yield("", &decodeError{what: "listing", err: err})
 			return
 		}
 		for dec.More() {
@@ -39,7 +40,7 @@ func (r *Region) Keys(ctx context.Context, opts ...Option) iter.Seq2[string, err
 				return
 			}
 		}
-		if err := closeList(dec); err != nil {
+		if err := wire.CloseList(dec); err != nil {
 			yield("", &decodeError{what: "key listing", err: err})
 		}
 	}
@@ -67,8 +68,8 @@ func (r *Region) Values(ctx context.Context, limit int, opts ...Option) iter.Seq
 		}
 		defer resp.stream.Close()
 		dec := json.NewDecoder(resp.stream)
-		if err := openList(dec, r.name); err != nil {
-			yield(nil, err)
+		if err := wire.OpenList(dec, r.name); err != nil {
+			yield(nil, &decodeError{what: "listing", err: err})
 			return
 		}
 		for dec.More() {
@@ -81,36 +82,8 @@ func (r *Region) Values(ctx context.Context, limit int, opts ...Option) iter.Seq
 				return
 			}
 		}
-		if err := closeList(dec); err != nil {
+		if err := wire.CloseList(dec); err != nil {
 			yield(nil, &decodeError{what: "listing", err: err})
 		}
 	}
-}
-
-// openList reads `{"<name>":[` of a streamed listing.
-func openList(dec *json.Decoder, name string) error {
-	for i, want := range []any{json.Delim('{'), name, json.Delim('[')} {
-		tok, err := dec.Token()
-		if err != nil {
-			return &decodeError{what: "listing", err: err}
-		}
-		if tok != want {
-			return &decodeError{what: "listing", err: fmt.Errorf("token %d is %v, want %v", i+1, tok, want)}
-		}
-	}
-	return nil
-}
-
-// closeList reads the `]}` that ends a listing: a stream cut short lacks it.
-func closeList(dec *json.Decoder) error {
-	for _, want := range []json.Delim{']', '}'} {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		if tok != want {
-			return fmt.Errorf("listing ends with %v, want %v", tok, want)
-		}
-	}
-	return nil
 }

@@ -109,6 +109,12 @@ func apiCalls() map[string]func(ctx context.Context, c *client.Client) {
 		"Region.Create": func(ctx context.Context, c *client.Client) {
 			_, _ = r(c).Create(ctx, "a", v, client.WithTTL(time.Second))
 		},
+		"Region.ReplaceAll": func(ctx context.Context, c *client.Client) {
+			_ = r(c).ReplaceAll(ctx, []client.Entry{{Key: "a", Value: v}, {Key: "b", Value: v}}, client.AtMostOnce())
+		},
+		"Region.CompareAndSetAll": func(ctx context.Context, c *client.Client) {
+			_ = r(c).CompareAndSetAll(ctx, []client.Swap{{Key: "a", Old: v, New: v}, {Key: "b", Old: v, New: v}})
+		},
 		"Region.Replace":       func(ctx context.Context, c *client.Client) { _ = r(c).Replace(ctx, "a", v) },
 		"Region.CompareAndSet": func(ctx context.Context, c *client.Client) { _ = r(c).CompareAndSet(ctx, "a", v, v) },
 		"Region.Delete":        func(ctx context.Context, c *client.Client) { _ = r(c).Delete(ctx, "a", "b") },

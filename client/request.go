@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -55,7 +56,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 	var target string
 	var version uint64
 	if r.toLeader && c.route != nil {
-		target, version = c.route.leaderFor(r.region, r.key)
+		target, version = c.route.Leader(r.region, r.key)
 	}
 	deadline := time.Now().Add(c.cfg.RetryFor)
 	var refused []error
@@ -68,7 +69,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, ended(r, err)
 		}
 		var ns *notSentError
 		var ae *Error
@@ -80,7 +81,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			m.skipUntil.Store(time.Now().Add(c.cfg.SkipFor).UnixNano())
 			refused = append(refused, fmt.Errorf("%s: %w", m.base, ns.err))
 			if target != "" {
-				c.route.stale() // the leader we knew is gone
+				c.route.Stale() // the leader we knew is gone
 				target = ""
 			}
 			var cve *tls.CertificateVerificationError
@@ -102,7 +103,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 				return nil, ae
 			}
 			if target != "" {
-				c.route.stale()
+				c.route.Stale()
 				target = ""
 			}
 			if !pause(ctx, deadline, attempt) {
@@ -111,7 +112,12 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		case errors.As(err, &ae):
 			return nil, ae
 		default:
-			// Sent, and no answer came back whole.
+			// Sent, and no answer came back whole: the leader we aimed at
+			// may be gone, whatever becomes of this request.
+			if target != "" {
+				c.route.Stale()
+				target = ""
+			}
 			if !r.idempotent {
 				return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 			}
@@ -120,6 +126,21 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			}
 		}
 	}
+}
+
+// ended is the error of r's last try when ctx ended: a write sent and
+// not answered in full, or answered an uncertified 503, is unknown.
+func ended(r *request, err error) error {
+	var ns *notSentError
+	var ae *Error
+	switch {
+	case r.idempotent || errors.As(err, &ns):
+		return err
+	case errors.As(err, &ae):
+		ae.unknown = ae.Status == http.StatusServiceUnavailable && !ae.notApplied()
+		return ae
+	}
+	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 }
 
 // notApplied reports whether a 503 certified that nothing was written.
@@ -202,10 +223,14 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 		if errors.As(err, &ns) {
 			return nil, ns
 		}
+		var op *net.OpError // a Config.Transport's failed dial
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, &notSentError{err}
+		}
 		return nil, fmt.Errorf("%s %s on %s: %w", r.method, r.path, m.base, err)
 	}
 	if version > 0 && resp.Header.Get(headerHops) != "" && resp.Header.Get(headerHops) != "0" {
-		c.route.stale()
+		c.route.Stale()
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
 	if ok && r.stream {

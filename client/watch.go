@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvnode/kvnode/client/internal/sse"
@@ -32,14 +34,29 @@ type WatchOptions struct {
 	// Initial sends the entries that match now first (EventInitial), then
 	// EventReady; the changes follow.
 	Initial bool
-	// From resumes after this token (an Event's Token): every change after
-	// it is delivered, or the watch fails with ErrGone when the members no
-	// longer keep it.
+	// From resumes after this token (an Event's Token, or a
+	// WatchStream's Last): every change after it is delivered, or the
+	// watch fails with ErrGone when the members no longer keep it.
 	From string
-	// OnResume, when set, is told why each time the watch tries again on
-	// another member (a stream broke, a member did not accept it): for a
-	// log, since nothing is lost. It runs on the goroutine that iterates.
-	OnResume func(err error)
+	// IdleTimeout: a member that starts no stream within it, or whose
+	// stream brings nothing for as long (the members send a keep-alive
+	// every 15 s), is left for another. Default 30 s.
+	IdleTimeout time.Duration
+	// OnStream, when set, is told of each stream's start and end, before
+	// its events are delivered, in the iterator's goroutine.
+	OnStream func(WatchStream)
+}
+
+// WatchStream is one request of a watch, for OnStream.
+type WatchStream struct {
+	Member string // the serving member's base URL; "" if none started it
+	After  string // the token it resumed after (Last-Event-ID)
+	// Err is nil at the start; at the end, or when no member started a
+	// stream, why (context.DeadlineExceeded when it was left idle).
+	Err error
+	// Last is the token the watch resumes after next (a keep-alive's
+	// may be later than the last event's): a From to save.
+	Last string
 }
 
 // Event types.
@@ -68,17 +85,15 @@ type Event struct {
 }
 
 // ErrWatchEnded: the members ended a watch for good (its region was
-// destroyed, its named query deleted); the error, a *WatchEndedError, says
-// why.
+// destroyed, its named query deleted); a *WatchEndedError says why.
 var ErrWatchEnded = errors.New("the watch ended")
 
-// WatchEndedError is the error of a watch that the members ended for
-// good: errors.Is(err, ErrWatchEnded).
+// WatchEndedError is how a watch the members ended for good ends
+// (errors.Is(err, ErrWatchEnded)): Cause is why, Data the end event's
+// data as the member sent it.
 type WatchEndedError struct {
-	// Cause is why, as the member said.
 	Cause string
-	// Data is the end event's data as the member sent it.
-	Data json.RawMessage
+	Data  json.RawMessage
 }
 
 func (e *WatchEndedError) Error() string        { return ErrWatchEnded.Error() + ": " + e.Cause }
@@ -86,8 +101,8 @@ func (e *WatchEndedError) Is(target error) bool { return target == ErrWatchEnded
 
 // Timings of a watch.
 const (
-	// watchHeaderWait bounds the wait for a member to start the stream.
-	watchHeaderWait = 30 * time.Second
+	// watchIdle is the default IdleTimeout.
+	watchIdle = 30 * time.Second
 	// watchPatience is how long a watch keeps trying members that do not
 	// accept it before it gives up.
 	watchPatience = time.Minute
@@ -105,7 +120,9 @@ const (
 // cannot go on: ErrGone (the resume token is older than the history the
 // members keep: read afresh and watch with Initial), ErrWatchEnded, a
 // refusal (ErrNotFound, ErrForbidden, ErrInvalid), or ErrUnavailable when
-// no member accepted it for a minute.
+// no member accepted it for a minute. Events of a type not named here (a
+// later version's) are delivered as they come, with their Type: ignore
+// those you do not know.
 func (c *Client) Watch(ctx context.Context, opts WatchOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		q, err := opts.params()
@@ -197,9 +214,6 @@ func (w *watch) run(ctx context.Context, yield func(Event, error) bool) error {
 		} else if time.Since(lastOK) > watchPatience {
 			return fmt.Errorf("%w: no member accepted the watch for %v; the last said: %w", ErrUnavailable, watchPatience, err)
 		}
-		if w.opts.OnResume != nil {
-			w.opts.OnResume(err)
-		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -219,23 +233,40 @@ var errNotStream = errors.New("not the API's event stream")
 func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (accepted, delivered bool, err error) {
 	attempt, cancel := context.WithCancel(ctx)
 	defer cancel()
-	waiting := time.AfterFunc(watchHeaderWait, cancel)
+	idle := cmp.Or(max(w.opts.IdleTimeout, 0), watchIdle)
+	var idled atomic.Bool
+	waiting := time.AfterFunc(idle, func() { idled.Store(true); cancel() })
 	defer waiting.Stop()
 	r := &request{method: http.MethodGet, path: "/kv/v1/watch", query: w.query, idempotent: true, stream: true,
 		header: http.Header{"Accept": {"text/event-stream, application/json"}}}
+	after := ""
 	if w.live && w.token != "" {
+		after = w.token
 		r.header.Set("Last-Event-ID", w.token)
 	}
+	member := ""
+	defer func() {
+		if err != nil && idled.Load() {
+			err = fmt.Errorf("nothing came for %v: %w: %w", idle, context.DeadlineExceeded, err)
+		}
+		if err != nil && w.opts.OnStream != nil && !errors.Is(err, errStopped) && ctx.Err() == nil {
+			w.opts.OnStream(WatchStream{Member: member, After: after, Err: err, Last: w.token})
+		}
+	}()
 	resp, err := w.c.do(attempt, r)
 	if err != nil {
 		return false, false, err
 	}
 	defer resp.stream.Close()
-	waiting.Stop()
 	if mt, _, _ := mime.ParseMediaType(resp.header.Get("Content-Type")); mt != "text/event-stream" {
 		return false, false, fmt.Errorf("%w: the answer is %q", errNotStream, resp.header.Get("Content-Type"))
 	}
-	rd := sse.NewReader(resp.stream, maxEventLine)
+	waiting.Reset(idle)
+	member = resp.member
+	if w.opts.OnStream != nil {
+		w.opts.OnStream(WatchStream{Member: member, After: after, Last: w.token})
+	}
+	rd := sse.NewReader(sse.Idle(resp.stream, waiting, idle), maxEventLine)
 	for {
 		ev, err := rd.Next()
 		if w.live && rd.LastID() != "" {
@@ -291,8 +322,7 @@ func (w *watch) event(ev sse.Event) (Event, bool, error) {
 			w.seen[out.Key] = string(out.Value)
 		}
 		return out, true, nil
-	case EventCreate, EventUpdate, EventDestroy, EventExpire, EventClear:
-		return out, true, nil
 	}
-	return Event{}, false, nil // a type of a later version
+	// The changes, and types of a later version, for the caller to ignore.
+	return out, true, nil
 }

@@ -131,20 +131,15 @@ func TestLargeWrites(t *testing.T) {
 // (/management/v1/cluster and /management/v1/partitions).
 func groupTerms(t *testing.T, p *proc) map[uint64]string {
 	t.Helper()
-	var cluster struct {
-		Leader string `json:"leader"`
-		Term   uint64 `json:"term"`
+	cluster, err := p.client().Cluster().Status(ctx(t))
+	if err != nil {
+		t.Fatalf("the cluster's status through %s: %v", p.name, err)
 	}
-	jsonBody(t, do(t, "GET", p.httpURL+"/management/v1/cluster", "", ""), &cluster)
 	out := map[uint64]string{0: fmt.Sprintf("%s@%d", cluster.Leader, cluster.Term)}
-	var parts struct {
-		Groups []struct {
-			Group  uint64 `json:"group"`
-			Leader string `json:"leader"`
-			Term   uint64 `json:"term"`
-		} `json:"groups"`
+	parts, err := p.client().Cluster().Partitions(ctx(t))
+	if err != nil {
+		t.Fatalf("the partitions through %s: %v", p.name, err)
 	}
-	jsonBody(t, do(t, "GET", p.httpURL+"/management/v1/partitions", "", ""), &parts)
 	for _, g := range parts.Groups {
 		out[g.Group] = fmt.Sprintf("%s@%d", g.Leader, g.Term)
 	}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/ports"
 	"github.com/kvnode/kvnode/internal/waitfor"
 )
@@ -72,6 +75,30 @@ type proc struct {
 	httpURL string
 	cmd     *exec.Cmd
 	exited  chan error
+
+	tls    *tls.Config // for client(), when the process serves https
+	clOnce sync.Once
+	cl     *client.Client
+}
+
+// client is a client of p alone that sends each request once, to p, as
+// it is (no single hop, no retry): what a test asserts is p's answer.
+func (p *proc) client() *client.Client {
+	p.clOnce.Do(func() {
+		var err error
+		p.cl, err = client.New(client.Config{Endpoints: []string{p.httpURL}, TLS: p.tls, DisableSingleHop: true, RetryFor: time.Nanosecond})
+		if err != nil {
+			panic(err) // a URL of the test's own making
+		}
+	})
+	return p.cl
+}
+
+// ctx is a context for one call of a test.
+func ctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // clusterSpec describes a loopback cluster of n processes.
@@ -249,26 +276,11 @@ func tryDo(method, url, contentType, body string) (response, error) {
 	return response{status: resp.StatusCode, header: resp.Header, body: data}, err
 }
 
-// clusterView is GET /management/v1/cluster.
-type clusterView struct {
-	Leader  string `json:"leader"`
-	Members []struct {
-		Name     string `json:"name"`
-		Status   string `json:"status"`
-		Suffrage string `json:"suffrage"`
-	} `json:"members"`
-}
-
-func (pc *procCluster) view(p *proc) (clusterView, error) {
-	var v clusterView
-	r, err := tryDo("GET", p.httpURL+"/management/v1/cluster", "", "")
-	if err != nil {
-		return v, err
-	}
-	if r.status != 200 {
-		return v, fmt.Errorf("status %d: %s", r.status, r.body)
-	}
-	return v, json.Unmarshal(r.body, &v)
+// view is the cluster's status as p reports it.
+func (pc *procCluster) view(p *proc) (*client.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return p.client().Cluster().Status(ctx)
 }
 
 // leader waits until every running process names the same leader, and

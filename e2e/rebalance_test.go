@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
@@ -70,41 +69,22 @@ func TestRebalanceUnderLoad(t *testing.T) {
 	}
 	var started struct {
 		OperationID string `json:"operationId"`
-		Links       struct {
-			Self string `json:"self"`
-		} `json:"links"`
 	}
 	jsonBody(t, r, &started)
-	var op struct {
-		Status string `json:"operationStatus"`
-		Result struct {
-			Message string `json:"statusMessage"`
-			Buckets int    `json:"bucketTransfersCompleted"`
-			Millis  int64  `json:"timeInMilliseconds"`
-		} `json:"result"`
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	op, err := pc.procs[1].client().Cluster().Wait(wctx, started.OperationID)
+	if err != nil || op.Status != client.OperationSucceeded || op.Result.BucketsMoved == 0 {
+		t.Fatalf("the rebalance ended %v: %+v", err, op)
 	}
-	waitfor.Cond(t, 5*time.Minute, "the rebalance to end", func() bool {
-		rr, err := tryDo("GET", pc.procs[1].httpURL+started.Links.Self, "", "")
-		if err != nil || rr.status != 200 {
-			return false
-		}
-		_ = json.Unmarshal(rr.body, &op)
-		return op.Status != "IN_PROGRESS"
-	})
-	if op.Status != "SUCCESS" || op.Result.Buckets == 0 {
-		t.Fatalf("the rebalance ended %s: %+v", op.Status, op.Result)
-	}
-	t.Logf("rebalance: %d buckets moved in %d ms", op.Result.Buckets, op.Result.Millis)
+	t.Logf("rebalance: %d buckets moved in %d ms", op.Result.BucketsMoved, op.Result.Millis)
 	time.Sleep(2 * time.Second) // load after it too
 	w.stop()
 
-	var parts struct {
-		PartitionGroups int `json:"partitionGroups"`
-		Groups          []struct {
-			Buckets []int `json:"buckets"`
-		} `json:"groups"`
+	parts, err := pc.procs[5].client().Cluster().Partitions(ctx(t))
+	if err != nil {
+		t.Fatalf("partitions: %v", err)
 	}
-	jsonBody(t, do(t, "GET", pc.procs[5].httpURL+"/management/v1/partitions", "", ""), &parts)
 	if parts.PartitionGroups != 6 {
 		t.Errorf("partition groups after the rebalance: %d, want 6", parts.PartitionGroups)
 	}
@@ -174,7 +154,8 @@ func addMember(t *testing.T, pc *procCluster, name, joins string) *proc {
 }
 
 // ledger writes through the members in turn (bounded: 4 clients, at most
-// 20,000 writes each) and keeps what was acknowledged.
+// 20,000 writes each) and keeps what was acknowledged. Each write is sent
+// once (proc.client): a failure is the member's answer.
 type ledger struct {
 	done     chan struct{}
 	wg       sync.WaitGroup
@@ -187,10 +168,7 @@ type ledger struct {
 
 func startLedger(pc *procCluster) *ledger {
 	l := &ledger{done: make(chan struct{}), last: map[string]int{}}
-	urls := make([]string, len(pc.procs))
-	for i, p := range pc.procs {
-		urls[i] = p.httpURL
-	}
+	procs := slices.Clone(pc.procs)
 	for c := range 4 {
 		l.wg.Go(func() {
 			for i := 0; i < 20000; i++ {
@@ -199,28 +177,37 @@ func startLedger(pc *procCluster) *ledger {
 					return
 				default:
 				}
-				base := urls[(c+i)%len(urls)]
+				p := procs[(c+i)%len(procs)]
 				if i%5 == 4 {
 					// Two keys, one version: kept whole or not at all.
 					a, b := fmt.Sprintf("pa%d", c), fmt.Sprintf("pb%d", c)
-					body := fmt.Sprintf(`[{"v":%d},{"v":%d}]`, i, i)
-					l.record([]string{a, b}, i, base+"/kv/v1/par/"+a+","+b, body)
+					l.record(p, []string{a, b}, i)
 					continue
 				}
-				k := fmt.Sprintf("k%d-%d", c, i%400)
-				l.record([]string{k}, i, base+"/kv/v1/par/"+k, fmt.Sprintf(`{"v":%d}`, i))
+				l.record(p, []string{fmt.Sprintf("k%d-%d", c, i%400)}, i)
 			}
 		})
 	}
 	return l
 }
 
-func (l *ledger) record(keys []string, v int, url, body string) {
-	r, err := tryDo("PUT", url, "application/json", body)
+func (l *ledger) record(p *proc, keys []string, v int) {
+	entries := make([]client.Entry, len(keys))
+	for i, k := range keys {
+		entries[i] = client.Entry{Key: k, Value: map[string]int{"v": v}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var err error
+	if len(keys) == 1 {
+		err = p.client().Region("par").Put(ctx, keys[0], entries[0].Value, client.AtMostOnce())
+	} else {
+		err = p.client().Region("par").PutAll(ctx, entries, client.AtMostOnce())
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err != nil || r.status != 200 {
-		l.failures = append(l.failures, fmt.Sprintf("PUT %s: %v %d %s", url, err, r.status, clip(r.body)))
+	if err != nil {
+		l.failures = append(l.failures, fmt.Sprintf("PUT %v through %s: %v", keys, p.name, err))
 		return
 	}
 	for _, k := range keys {
@@ -248,42 +235,45 @@ func (l *ledger) check(t *testing.T, p *proc) {
 	}
 	slices.Sort(keys)
 	wrong := 0
+	par := p.client().Region("par")
 	for start := 0; start < len(keys); start += 100 {
 		batch := keys[start:min(start+100, len(keys))]
-		r := do(t, "GET", p.httpURL+"/kv/v1/par/"+strings.Join(batch, ","), "", "")
-		var got struct {
-			Par []struct {
-				V int `json:"v"`
-			} `json:"par"`
+		values, err := par.GetMany(ctx(t), batch)
+		if err != nil {
+			t.Fatalf("GET through %s: %v", p.name, err)
 		}
-		if r.status != 200 {
-			t.Fatalf("GET through %s: %d %s", p.name, r.status, clip(r.body))
-		}
-		jsonBody(t, r, &got)
 		for i, k := range batch {
-			if i >= len(got.Par) || got.Par[i].V != l.last[k] {
+			var got struct {
+				V int `json:"v"`
+			}
+			if values[i] == nil || json.Unmarshal(values[i], &got) != nil || got.V != l.last[k] {
 				if wrong++; wrong <= 5 {
-					t.Errorf("%s: %s is %v, want version %d", p.name, k, got.Par[min(i, len(got.Par)-1)], l.last[k])
+					t.Errorf("%s: %s is %s, want version %d", p.name, k, values[i], l.last[k])
 				}
 			}
 		}
 	}
-	var listed struct {
-		Keys []string `json:"keys"`
+	listed := 0
+	for _, err := range par.Keys(ctx(t)) {
+		if err != nil {
+			t.Fatalf("the keys through %s: %v", p.name, err)
+		}
+		listed++
 	}
-	jsonBody(t, do(t, "GET", p.httpURL+"/kv/v1/par/keys", "", ""), &listed)
-	if len(listed.Keys) != len(keys) {
-		t.Errorf("%s lists %d keys, want %d", p.name, len(listed.Keys), len(keys))
+	if listed != len(keys) {
+		t.Errorf("%s lists %d keys, want %d", p.name, listed, len(keys))
 	}
-	r := do(t, "GET", p.httpURL+"/kv/v1/queries/adhoc?q="+strings.ReplaceAll("SELECT COUNT(*) FROM /par", " ", "%20"), "", "")
-	if strings.TrimSpace(string(r.body)) != "["+strconv.Itoa(len(keys))+"]" {
-		t.Errorf("%s counts %s, want %d", p.name, r.body, len(keys))
+	rows, err := p.client().Query(ctx(t), "SELECT COUNT(*) FROM /par")
+	if err != nil || len(rows) != 1 || string(rows[0]) != strconv.Itoa(len(keys)) {
+		t.Errorf("%s counts %s (%v), want %d", p.name, rows, err, len(keys))
 	}
 }
 
-// watcher reads a region's watch stream (Server-Sent Events) and counts
-// each write it delivers (key=value); when the stream ends it resumes
-// from the last id on the next member.
+// watcher follows a region's watch (client.Watch) and counts each write
+// it delivers (key=value); when the stream ends the client resumes after
+// the last id on the next member. Every answer to a watch request that is
+// not a stream, and every stream a member ends (an `error` event), is a
+// failure.
 type watcher struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -302,81 +292,57 @@ func startWatcher(pc *procCluster, regionName string) *watcher {
 	for i, p := range pc.procs {
 		urls[i] = p.httpURL
 	}
-	w.wg.Go(func() {
-		last := ""
-		for attempt := 0; attempt < 100 && ctx.Err() == nil; attempt++ {
-			if attempt > 0 {
+	cl, err := client.New(client.Config{Endpoints: urls, DisableSingleHop: true, Transport: &watchAnswers{w: w, next: http.DefaultTransport}})
+	if err != nil {
+		panic(err)
+	}
+	streams := 0
+	opts := client.WatchOptions{Region: regionName, OnStream: func(s client.WatchStream) {
+		switch {
+		case s.Err == nil:
+			if streams++; streams > 1 {
 				w.mu.Lock()
 				w.reconnects++
 				w.mu.Unlock()
-				time.Sleep(200 * time.Millisecond)
 			}
-			req, err := http.NewRequestWithContext(ctx, "GET", urls[attempt%len(urls)]+"/kv/v1/watch?region="+regionName, nil)
+		case strings.Contains(s.Err.Error(), "the member ended the stream"):
+			w.fail(fmt.Sprintf("error: %v", s.Err))
+		}
+	}}
+	w.wg.Go(func() {
+		defer cl.Close()
+		for ev, err := range cl.Watch(ctx, opts) {
 			if err != nil {
+				w.fail(fmt.Sprintf("watch: %v", err))
 				return
 			}
-			if last != "" {
-				req.Header.Set("Last-Event-ID", last)
+			w.mu.Lock()
+			switch ev.Type {
+			case client.EventReady:
+				w.ready = true
+			case client.EventCreate, client.EventUpdate:
+				w.seen[ev.Key+"="+string(ev.Value)]++
+				w.events++
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				continue
-			}
-			if resp.StatusCode != 200 {
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				w.fail(fmt.Sprintf("watch from %q: %d %s", last, resp.StatusCode, clip(body)))
-				if resp.StatusCode == 410 {
-					return
-				}
-				continue
-			}
-			last = w.read(resp.Body, last)
-			resp.Body.Close()
+			w.mu.Unlock()
 		}
 	})
 	return w
 }
 
-// read reads events until the stream ends and returns the last id.
-func (w *watcher) read(body io.Reader, last string) string {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var event, id, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "id: "):
-			id = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "data: "):
-			data = strings.TrimPrefix(line, "data: ")
-		case line == "":
-			var ev struct {
-				Key   string          `json:"key"`
-				Value json.RawMessage `json:"value"`
-				Cause string          `json:"cause"`
-			}
-			_ = json.Unmarshal([]byte(data), &ev)
-			w.mu.Lock()
-			switch event {
-			case "ready":
-				w.ready = true
-			case "create", "update":
-				w.seen[ev.Key+"="+string(ev.Value)]++
-				w.events++
-			case "error", "end":
-				w.errs = append(w.errs, event+": "+ev.Cause)
-			}
-			w.mu.Unlock()
-			if id != "" {
-				last = id
-			}
-			event, id, data = "", "", ""
-		}
+// watchAnswers fails the watcher on every answer to a watch request
+// other than 200, which the client would otherwise retry unseen.
+type watchAnswers struct {
+	w    *watcher
+	next http.RoundTripper
+}
+
+func (a *watchAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := a.next.RoundTrip(req)
+	if err == nil && resp.StatusCode != http.StatusOK && req.URL.Path == "/kv/v1/watch" {
+		a.w.fail(fmt.Sprintf("watch from %q on %s: %d", req.Header.Get("Last-Event-ID"), req.URL.Host, resp.StatusCode))
 	}
-	return last
+	return resp, err
 }
 
 func (w *watcher) fail(msg string) {

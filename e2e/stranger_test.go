@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/internal/waitfor"
 	"github.com/kvnode/kvnode/node/nodetest"
 	"github.com/kvnode/kvnode/partition"
@@ -110,7 +112,10 @@ func TestStrangerNeverJoins(t *testing.T) {
 				pc.procs = append(pc.procs, p)
 			}
 			a, b, stranger, c := pc.procs[0], pc.procs[1], pc.procs[2], pc.procs[3]
-			client := httpsClient(t, ca)
+			hc, tlsConfig := httpsClient(t, ca)
+			for _, p := range pc.procs {
+				p.tls = tlsConfig
+			}
 
 			// The stranger starts with the first two, so it is in gossip
 			// before the cluster is bootstrapped.
@@ -136,11 +141,11 @@ func TestStrangerNeverJoins(t *testing.T) {
 			}
 			setUp(a, true)
 			setUp(b, true)
-			poll := startConfigPoll(t, client, good, stranger.name)
+			poll := startConfigPoll(t, good, stranger.name)
 
 			for _, p := range []*proc{a, b} {
 				waitfor.Cond(t, 60*time.Second, p.name+" ready", func() bool {
-					r, err := client.Get(p.httpURL + "/readyz")
+					r, err := hc.Get(p.httpURL + "/readyz")
 					if err != nil {
 						return false
 					}
@@ -149,21 +154,23 @@ func TestStrangerNeverJoins(t *testing.T) {
 				})
 			}
 			// The stranger is listed, refused, with the reason.
-			var seen memberJSON
+			var seen client.Member
 			waitfor.Cond(t, 30*time.Second, "the stranger listed as refused", func() bool {
-				m, ok := findMember(client, a.httpURL, stranger.name)
+				m, ok := findMember(a, stranger.name)
 				seen = m
 				return ok && m.Identity == "refused"
 			})
 			if !strings.Contains(seen.Reason, tc.reason) || seen.Suffrage != "" {
 				t.Errorf("the stranger in /management/v1/cluster: %+v; want refused, no suffrage, a reason with %q", seen, tc.reason)
 			}
-			var servers []string
-			getJSON(t, client, a.httpURL+"/kv/v1/servers", &servers)
+			servers, err := a.client().Servers(ctx(t))
+			if err != nil {
+				t.Fatalf("servers: %v", err)
+			}
 			if len(servers) != 2 || slices.Contains(servers, stranger.httpURL) {
 				t.Errorf("/servers = %v: want the two good members only", servers)
 			}
-			if v := metricValue(t, client, b.httpURL, "kvnode_members_refused"); v != "1" {
+			if v := metricValue(t, hc, b.httpURL, "kvnode_members_refused"); v != "1" {
 				t.Errorf("kvnode_members_refused on %s = %q, want 1", b.name, v)
 			}
 			status := exec.Command(pc.bin, "status", "--url", a.httpURL, "--cacert", filepath.Join(dir, "ca.pem"))
@@ -176,19 +183,19 @@ func TestStrangerNeverJoins(t *testing.T) {
 			setUp(c, true)
 			want := []string{a.name, b.name, c.name}
 			waitfor.Cond(t, 90*time.Second, "good-c a voter of the control group and of every partition group", func() bool {
-				return votersAre(client, a.httpURL, want)
+				return votersAre(a, want)
 			})
 
 			// One of the first two dies: every group keeps a quorum of
 			// good voters and takes writes.
 			setUp(a, false)
 			pc.kill(a)
-			groups := partitionGroups(t, client, b.httpURL)
+			groups := partitionGroups(t, b)
 			for gid := uint64(1); gid <= uint64(groups); gid++ {
 				key := keyOfGroup(gid, groups)
-				writeWithin(t, client, b.httpURL+"/kv/v1/par/"+key, 30*time.Second)
+				writeWithin(t, b, "par", key, 30*time.Second)
 			}
-			writeWithin(t, client, c.httpURL+"/kv/v1/rep/after-kill", 30*time.Second)
+			writeWithin(t, c, "rep", "after-kill", 30*time.Second)
 
 			observed, violations := poll.stop()
 			if observed < 20 {
@@ -202,83 +209,45 @@ func TestStrangerNeverJoins(t *testing.T) {
 	}
 }
 
-// memberJSON is a member of GET /management/v1/cluster.
-type memberJSON struct {
-	Name     string `json:"name"`
-	Status   string `json:"status"`
-	Suffrage string `json:"suffrage"`
-	Identity string `json:"identity"`
-	Reason   string `json:"reason"`
-}
-
-type partitionsJSON struct {
-	PartitionGroups int `json:"partitionGroups"`
-	Groups          []struct {
-		Group     uint64   `json:"group"`
-		Members   []string `json:"members"`
-		Voters    []string `json:"voters"`
-		NonVoters []string `json:"nonVoters"`
-	} `json:"groups"`
-}
-
-func httpsClient(t *testing.T, ca *nodetest.CA) *http.Client {
+// httpsClient is an HTTP client, and the TLS configuration, that trust
+// the test CA (for what is not the API's: /readyz, /metrics).
+func httpsClient(t *testing.T, ca *nodetest.CA) (*http.Client, *tls.Config) {
 	t.Helper()
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca.PEM) {
 		t.Fatal("the test CA does not parse")
 	}
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	cfg := &tls.Config{RootCAs: pool}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}, cfg
 }
 
-func fetchJSON(client *http.Client, url string, v any) error {
-	r, err := client.Get(url)
+// findMember is the member name as p's cluster status lists it.
+func findMember(p *proc, name string) (client.Member, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := p.client().Cluster().Status(ctx)
 	if err != nil {
-		return err
+		return client.Member{}, false
 	}
-	defer r.Body.Close()
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		return err
-	}
-	if r.StatusCode != 200 {
-		return fmt.Errorf("GET %s: %d %s", url, r.StatusCode, data)
-	}
-	return json.Unmarshal(data, v)
-}
-
-func getJSON(t *testing.T, client *http.Client, url string, v any) {
-	t.Helper()
-	if err := fetchJSON(client, url, v); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func findMember(client *http.Client, base, name string) (memberJSON, bool) {
-	var view struct {
-		Members []memberJSON `json:"members"`
-	}
-	if err := fetchJSON(client, base+"/management/v1/cluster", &view); err != nil {
-		return memberJSON{}, false
-	}
-	for _, m := range view.Members {
+	for _, m := range st.Members {
 		if m.Name == name {
 			return m, true
 		}
 	}
-	return memberJSON{}, false
+	return client.Member{}, false
 }
 
 // votersAre reports whether the control group and every partition group
-// have exactly want as voters, and no non-voter.
-func votersAre(client *http.Client, base string, want []string) bool {
-	var view struct {
-		Members []memberJSON `json:"members"`
-	}
-	if fetchJSON(client, base+"/management/v1/cluster", &view) != nil {
+// have exactly want as voters, and no non-voter, as p reports them.
+func votersAre(p *proc, want []string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := p.client().Cluster().Status(ctx)
+	if err != nil {
 		return false
 	}
 	var voters []string
-	for _, m := range view.Members {
+	for _, m := range st.Members {
 		if m.Suffrage == "voter" {
 			voters = append(voters, m.Name)
 		}
@@ -287,8 +256,8 @@ func votersAre(client *http.Client, base string, want []string) bool {
 	if !slices.Equal(voters, want) {
 		return false
 	}
-	var parts partitionsJSON
-	if fetchJSON(client, base+"/management/v1/partitions", &parts) != nil || len(parts.Groups) == 0 {
+	parts, err := p.client().Cluster().Partitions(ctx)
+	if err != nil || len(parts.Groups) == 0 {
 		return false
 	}
 	for _, g := range parts.Groups {
@@ -301,12 +270,11 @@ func votersAre(client *http.Client, base string, want []string) bool {
 	return true
 }
 
-func partitionGroups(t *testing.T, client *http.Client, base string) int {
+func partitionGroups(t *testing.T, p *proc) int {
 	t.Helper()
-	var parts partitionsJSON
-	getJSON(t, client, base+"/management/v1/partitions", &parts)
-	if parts.PartitionGroups < 1 {
-		t.Fatalf("partitions: %+v", parts)
+	parts, err := p.client().Cluster().Partitions(ctx(t))
+	if err != nil || parts.PartitionGroups < 1 {
+		t.Fatalf("partitions: %+v, %v", parts, err)
 	}
 	return parts.PartitionGroups
 }
@@ -321,42 +289,36 @@ func keyOfGroup(gid uint64, groups int) string {
 	}
 }
 
-// writeWithin PUTs an entry at url until it is stored (an election may be
-// under way after a kill), and reads it back.
-func writeWithin(t *testing.T, client *http.Client, url string, d time.Duration) {
+// writeWithin puts an entry at key through p until it is stored (an
+// election may be under way after a kill), and reads it back.
+func writeWithin(t *testing.T, p *proc, region, key string, d time.Duration) {
 	t.Helper()
-	var last string
+	r := p.client().Region(region)
+	var last error
 	deadline := time.Now().Add(d)
-	try := func() bool {
-		req, _ := http.NewRequest("PUT", url, strings.NewReader(`{"written":true}`))
-		req.Header.Set("Content-Type", "application/json")
-		r, err := client.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		last = r.Put(ctx, key, map[string]bool{"written": true})
+		cancel()
+		if last == nil {
+			break
 		}
-		body, _ := io.ReadAll(r.Body)
-		r.Body.Close()
-		last = fmt.Sprintf("%d %s", r.StatusCode, body)
-		return r.StatusCode == 200
-	}
-	for !try() {
 		if time.Now().After(deadline) {
-			t.Fatalf("PUT %s not stored within %v: %s", url, d, last)
+			t.Fatalf("PUT %s/%s through %s not stored within %v: %v", region, key, p.name, d, last)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	raw, err := r.Get(ctx(t), key)
 	var v map[string]any
-	getJSON(t, client, url, &v)
-	if v["written"] != true {
-		t.Fatalf("GET %s after the PUT: %v", url, v)
+	if err != nil || json.Unmarshal(raw, &v) != nil || v["written"] != true {
+		t.Fatalf("GET %s/%s after the PUT: %s, %v", region, key, raw, err)
 	}
 }
 
 // metricValue is the value of an unlabelled metric in a member's /metrics.
-func metricValue(t *testing.T, client *http.Client, base, name string) string {
+func metricValue(t *testing.T, hc *http.Client, base, name string) string {
 	t.Helper()
-	r, err := client.Get(base + "/metrics")
+	r, err := hc.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +342,7 @@ type configPoll struct {
 	violations []string
 }
 
-func startConfigPoll(t *testing.T, client *http.Client, good func() []*proc, stranger string) *configPoll {
+func startConfigPoll(t *testing.T, good func() []*proc, stranger string) *configPoll {
 	p := &configPoll{done: make(chan struct{})}
 	record := func(format string, args ...any) {
 		p.mu.Lock()
@@ -399,11 +361,13 @@ func startConfigPoll(t *testing.T, client *http.Client, good func() []*proc, str
 			case <-tick.C:
 			}
 			for _, g := range good() {
-				if m, ok := findMember(client, g.httpURL, stranger); ok && m.Suffrage != "" {
+				if m, ok := findMember(g, stranger); ok && m.Suffrage != "" {
 					record("%s: the stranger is a %s of the control group", g.name, m.Suffrage)
 				}
-				var parts partitionsJSON
-				if fetchJSON(client, g.httpURL+"/management/v1/partitions", &parts) != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				parts, err := g.client().Cluster().Partitions(ctx)
+				cancel()
+				if err != nil {
 					continue
 				}
 				for _, grp := range parts.Groups {

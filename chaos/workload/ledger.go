@@ -1,17 +1,14 @@
 package workload
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kvnode/kvnode/client"
 )
 
 // Ledger writes keys that are never touched again (L1, L2, ...) one after
@@ -31,33 +28,28 @@ type Ledger struct {
 
 // Run writes until ctx ends.
 func (l *Ledger) Run(ctx context.Context) {
-	hc := &http.Client{Timeout: 3 * time.Second}
-	defer hc.CloseIdleConnections()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	cl, err := client.New(client.Config{Endpoints: l.URLs})
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	r := cl.Region(l.Region)
 	for n := int64(1); ctx.Err() == nil; n++ {
-		base := l.URLs[rng.IntN(len(l.URLs))]
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, fmt.Sprintf("%s/kv/v1/%s/L%d", base, l.Region, n), bytes.NewReader(ValueJSON(n)))
-		if err != nil {
-			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			l.mu.Lock()
-			l.unknown++
-			l.mu.Unlock()
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
+		// A put sent again is harmless here: the key is written once, and
+		// only an acknowledgement counts.
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := r.Put(wctx, fmt.Sprintf("L%d", n), ValueJSON(n))
+		cancel()
 		l.mu.Lock()
-		if resp.StatusCode == http.StatusOK {
+		if err == nil {
 			l.acked = append(l.acked, n)
 		} else {
 			l.unknown++
 		}
 		l.mu.Unlock()
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 
@@ -79,14 +71,19 @@ func (l *Ledger) Check(ctx context.Context) LedgerResult {
 	if len(acked) == 0 {
 		return res
 	}
-	hc := &http.Client{Timeout: 10 * time.Second}
-	defer hc.CloseIdleConnections()
 	lost := map[int64]bool{}
 	for m := range l.URLs {
+		// This member alone, each read as sent (no single hop).
+		cl, err := client.New(client.Config{Endpoints: []string{l.URLs[m]}, DisableSingleHop: true})
+		if err != nil {
+			res.Problems = append(res.Problems, fmt.Sprintf("%s: %v", l.Names[m], err))
+			continue
+		}
+		defer cl.Close()
 		for _, stale := range []bool{true, false} {
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				missing, err := l.missing(ctx, hc, l.URLs[m], stale, acked)
+				missing, err := l.missing(ctx, cl.Region(l.Region), stale, acked)
 				if err == nil && len(missing) == 0 {
 					break
 				}
@@ -113,51 +110,35 @@ func (l *Ledger) Check(ctx context.Context) LedgerResult {
 	return res
 }
 
-// missing reads the region's entries through base and lists the
-// acknowledged ledger numbers it lacks (or holds with a wrong value).
-func (l *Ledger) missing(ctx context.Context, hc *http.Client, base string, stale bool, acked []int64) ([]int64, error) {
-	url := fmt.Sprintf("%s/kv/v1/%s?limit=ALL", base, l.Region)
+// ledgerBatch is how many keys one read asks for.
+const ledgerBatch = 500
+
+// missing reads the acknowledged ledger keys through r's member, from its
+// own replica when stale, and lists those it lacks (or holds with a
+// wrong value).
+func (l *Ledger) missing(ctx context.Context, r *client.Region, stale bool, acked []int64) ([]int64, error) {
+	var opts []client.Option
 	if stale {
-		url += "&consistency=stale"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	var body map[string][]json.RawMessage
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	// Content-Location names the keys in the order of the values.
-	loc := resp.Header.Get("Content-Location")
-	i := strings.LastIndex(loc, "/")
-	keys := strings.Split(loc[i+1:], ",")
-	values := body[l.Region]
-	if len(keys) != len(values) {
-		return nil, fmt.Errorf("%d keys in Content-Location, %d values", len(keys), len(values))
-	}
-	have := map[int64]bool{}
-	for k, key := range keys {
-		var n int64
-		if _, err := fmt.Sscanf(key, "L%d", &n); err != nil {
-			continue
-		}
-		if v, err := ParseValue(values[k]); err == nil && v == n {
-			have[n] = true
-		}
+		opts = append(opts, client.Stale())
 	}
 	var out []int64
-	for _, n := range acked {
-		if !have[n] {
-			out = append(out, n)
+	for len(acked) > 0 {
+		batch := acked[:min(ledgerBatch, len(acked))]
+		acked = acked[len(batch):]
+		keys := make([]string, len(batch))
+		for i, n := range batch {
+			keys[i] = fmt.Sprintf("L%d", n)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		values, err := r.GetMany(rctx, keys, opts...)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		for i, n := range batch {
+			if v, err := ParseValue(values[i]); values[i] == nil || err != nil || v != n {
+				out = append(out, n)
+			}
 		}
 	}
 	return out, nil

@@ -99,7 +99,7 @@ func watchAll(t *testing.T, w *Watcher, want int) WatchResult {
 }
 
 func newWatcher(members ...*fakeMember) (*Watcher, func()) {
-	w := &Watcher{Region: "r", Prefix: "f", IdleTimeout: 300 * time.Millisecond, ConnectTimeout: 300 * time.Millisecond}
+	w := &Watcher{Region: "r", Prefix: "f", IdleTimeout: 300 * time.Millisecond}
 	var servers []*httptest.Server
 	for i, m := range members {
 		s := httptest.NewServer(m)

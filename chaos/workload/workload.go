@@ -1,16 +1,13 @@
 package workload
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/chaos/model"
+	"github.com/kvnode/kvnode/client"
 	"github.com/kvnode/kvnode/partition"
 )
 
@@ -164,24 +162,35 @@ func (w *Clients) Run(ctx context.Context) {
 		w.Timeout = 3 * time.Second
 	}
 	w.seen = map[string]int64{}
+	// Half the clients send each operation straight to its key's leader
+	// (single hop, the client's default), half to the members in turn,
+	// so that both paths, and the forwarding of a member that does not
+	// lead, are under the faults.
+	var cls [2]*client.Client
+	for i := range cls {
+		cl, err := w.NewClient(-1, i == 0)
+		if err != nil {
+			return
+		}
+		defer cl.Close()
+		cls[i] = cl
+	}
 	var wg sync.WaitGroup
 	for c := range w.Concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.client(ctx, c)
+			w.client(ctx, c, cls[c%2])
 		}()
 	}
 	wg.Wait()
 }
 
-// client is one client's loop. After an indeterminate operation the
-// client takes a new identity, as a real client would retry as a new
-// request: porcupine's clients are sequential.
-func (w *Clients) client(ctx context.Context, c int) {
+// client is one client's loop, through cl. After an indeterminate
+// operation the client takes a new identity, as a real client would retry
+// as a new request: porcupine's clients are sequential.
+func (w *Clients) client(ctx context.Context, c int, cl *client.Client) {
 	rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	defer hc.CloseIdleConnections()
 	id := c
 	// pause grows after each outcome that is unknown, as a real client
 	// backs off from a member that just failed: a member down behind a
@@ -199,31 +208,23 @@ func (w *Clients) client(ctx context.Context, c int) {
 			}
 		}
 		in := w.nextInput(rng)
-		// Like a client given every member's address, it moves on to the
-		// next member when one refuses the connection.
-		first := rng.IntN(len(w.URLs))
-		sent := false
 		w.Stats.Attempts.Add(1)
-		for try := 0; try < len(w.URLs) && !sent; try++ {
-			// The run's end stops new operations, not those in flight.
-			var op model.Op
-			op, sent = w.Do(context.WithoutCancel(ctx), hc, (first+try)%len(w.URLs), in)
-			if sent {
-				op.Client = id
-				w.History.Add(op)
-				if op.Output.Unknown {
-					w.Stats.Unknown.Add(1)
-					id += w.Concurrency
-					pause = min(max(2*pause, 50*time.Millisecond), time.Second)
-				} else {
-					w.Stats.Definite.Add(1)
-					pause = 0
-				}
-			}
-		}
+		// The run's end stops new operations, not those in flight.
+		op, sent := w.Do(context.WithoutCancel(ctx), cl, in)
 		if !sent {
 			w.Stats.Refused.Add(1)
 			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		op.Client = id
+		w.History.Add(op)
+		if op.Output.Unknown {
+			w.Stats.Unknown.Add(1)
+			id += w.Concurrency
+			pause = min(max(2*pause, 50*time.Millisecond), time.Second)
+		} else {
+			w.Stats.Definite.Add(1)
+			pause = 0
 		}
 	}
 }
@@ -320,42 +321,113 @@ func (w *Clients) unlikely(rng *rand.Rand) int64 {
 	return 1 + rng.Int64N(max(1, w.Values.Load()))
 }
 
-// Do performs one operation through member m. sent is false when the
-// request certainly never reached kvnode (the connection was refused):
-// such an operation did not happen and is not part of the history.
-func (w *Clients) Do(ctx context.Context, hc *http.Client, m int, in model.Input) (op model.Op, sent bool) {
-	op = model.Op{Input: in, Member: w.Names[m], Call: w.History.Now()}
-	status, body, err := w.request(ctx, hc, w.URLs[m], in)
+// NewClient is a client of the members for Do, which records the member
+// that answered each operation. With member >= 0 it sends every request
+// to that member only, as it is (no single hop); otherwise to any member,
+// each key's requests straight to its leader when hop.
+func (w *Clients) NewClient(member int, hop bool) (*client.Client, error) {
+	urls := w.URLs
+	if member >= 0 {
+		urls = []string{w.URLs[member]}
+	}
+	return client.New(client.Config{Endpoints: urls, DisableSingleHop: !hop || member >= 0,
+		Transport: newRecorder(max(w.Concurrency, 4))})
+}
+
+func (w *Clients) timeout() time.Duration {
+	if w.Timeout == 0 {
+		return 3 * time.Second
+	}
+	return w.Timeout
+}
+
+// Do performs one operation with cl (made by NewClient) and records what
+// came back. sent is false when the operation certainly did not take
+// effect: every try was refused the connection, or (a write) answered 503
+// with the certificate that nothing was written (Kvnode-Outcome:
+// not-applied). Such an operation did not happen and is not part of the
+// history; were it applied after all, its value, unique in the run, would
+// show up in reads that the checker could not explain.
+//
+// Every write is sent again only when it cannot have been applied (puts
+// with client.AtMostOnce): a put the client sent twice would be applied
+// twice, which one operation in the history does not describe. Reads are
+// sent again freely: the operation's interval covers every try.
+func (w *Clients) Do(ctx context.Context, cl *client.Client, in model.Input) (op model.Op, sent bool) {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout())
+	defer cancel()
+	ex := &exchange{}
+	ctx = context.WithValue(ctx, exchangeKey{}, ex)
+	op = model.Op{Input: in, Call: w.History.Now()}
+	got, err := w.perform(ctx, cl, in)
 	op.Return = w.History.Now()
-	if err != nil {
-		if IsRefused(err) {
-			return op, false
-		}
+	op.Member = w.memberName(ex.last())
+	status, complete := ex.answer()
+	write := in.Kind != model.Get && in.Kind != model.MultiGet && in.Kind != model.Query
+	var ae *client.Error
+	switch {
+	case err == nil:
+		op.Output.Status = status
+	case errors.Is(err, client.ErrOutcomeUnknown):
 		op.Output = model.Output{Unknown: true}
+		op.Error = errorText(err)
+		return op, true
+	case errors.As(err, &ae) && ae.Status < 500:
+		// A definite answer: a refusal (400, 404, 409), or one the model
+		// rejects.
+		op.Output.Status = ae.Status
+		got.value = ae.Body
+	case errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable && write:
+		// Not ErrOutcomeUnknown: every try certified that nothing was
+		// written, or was refused.
+		return op, false
+	case errors.As(err, &ae):
+		op.Output = model.Output{Unknown: true}
+		op.Error = errorText(err)
+		return op, true
+	case IsRefused(err):
+		return op, false // no member took the request
+	case complete && status >= 200 && status <= 299:
+		// A whole answer the client could not read as the API says.
+		op.Output.Status = -status
 		op.Error = err.Error()
 		return op, true
-	}
-	if status >= 500 {
+	default:
 		op.Output = model.Output{Unknown: true}
-		op.Error = fmt.Sprintf("%d %s", status, body)
+		op.Error = errorText(err)
 		return op, true
 	}
-	op.Output = model.Output{Status: status}
+	w.judge(&op, got)
+	return op, true
+}
+
+// answer is what an operation's request brought back: a value (GET, or a
+// 409's current value), a multi-key GET's values, a query's rows.
+type answer struct {
+	value  json.RawMessage
+	values []json.RawMessage
+	rows   []json.RawMessage
+}
+
+// judge reads a definite answer into op's output, and remembers values
+// seen for the CAS inputs to come.
+func (w *Clients) judge(op *model.Op, got answer) {
+	in, status := op.Input, op.Output.Status
 	var perr error
 	switch {
 	case (in.Kind == model.Get && status == 200) || status == 409:
-		op.Output.Value, perr = ParseValue(body)
+		op.Output.Value, perr = ParseValue(got.value)
 		key := in.Key
 		if in.Kind == model.MultiCAS {
 			key = "" // the 409 names the key in Location; CAS olds come from reads
 		}
-		if key != "" {
+		if key != "" && perr == nil {
 			w.observe(key, op.Output.Value)
 		}
 	case in.Kind == model.MultiGet && status == 200:
-		op.Output.Values, perr = parseMultiGet(body, w.Region, len(in.Keys))
+		op.Output.Values, perr = parseValues(got.values, len(in.Keys))
 	case in.Kind == model.Query && status == 200:
-		op.Output.Values, perr = parseQueryRows(body, in.Keys)
+		op.Output.Values, perr = parseQueryRows(got.rows, in.Keys)
 	}
 	if perr != nil {
 		// An answer the model cannot explain: keep it as a status of its
@@ -378,7 +450,6 @@ func (w *Clients) Do(ctx context.Context, hc *http.Client, m int, in model.Input
 			}
 		}
 	}
-	return op, true
 }
 
 func (w *Clients) observe(key string, v int64) {
@@ -387,90 +458,71 @@ func (w *Clients) observe(key string, v int64) {
 	w.seenMu.Unlock()
 }
 
-// request sends in as its REST form and returns the status and body.
-func (w *Clients) request(ctx context.Context, hc *http.Client, base string, in model.Input) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, w.Timeout)
-	defer cancel()
-	path := base + "/kv/v1/" + w.Region
-	stale := ""
-	if w.StaleReads {
-		stale = "&consistency=stale"
+// errorText is why an outcome is unknown, for the history and the
+// report's causes: an answer's status and body, or the client's error.
+func errorText(err error) string {
+	var ae *client.Error
+	if errors.As(err, &ae) {
+		return fmt.Sprintf("%d %s", ae.Status, ae.Body)
 	}
-	multi := path + "/" + strings.Join(in.Keys, ",")
-	var method string
-	var body []byte
+	return err.Error()
+}
+
+// perform sends in as its REST form through cl.
+func (w *Clients) perform(ctx context.Context, cl *client.Client, in model.Input) (answer, error) {
+	r := cl.Region(w.Region)
+	var read []client.Option
+	if w.StaleReads {
+		read = append(read, client.Stale())
+	}
+	entries := func() []client.Entry {
+		out := make([]client.Entry, len(in.Keys))
+		for i, k := range in.Keys {
+			out[i] = client.Entry{Key: k, Value: ValueJSON(in.Values[i])}
+		}
+		return out
+	}
+	var got answer
+	var err error
 	switch in.Kind {
 	case model.Get:
-		method, path = http.MethodGet, path+"/"+in.Key
-		if w.StaleReads {
-			path += "?consistency=stale"
-		}
+		got.value, err = r.Get(ctx, in.Key, read...)
 	case model.Put:
-		method, path, body = http.MethodPut, path+"/"+in.Key, ValueJSON(in.Value)
+		err = r.Put(ctx, in.Key, ValueJSON(in.Value), client.AtMostOnce())
 	case model.PutIfAbsent:
-		method, path, body = http.MethodPost, path+"?key="+in.Key, ValueJSON(in.Value)
+		_, err = r.Create(ctx, in.Key, ValueJSON(in.Value))
 	case model.Replace:
-		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=REPLACE", ValueJSON(in.Value)
+		err = r.Replace(ctx, in.Key, ValueJSON(in.Value))
 	case model.CAS:
-		method, path, body = http.MethodPut, path+"/"+in.Key+"?op=CAS", casJSON(in.Old, in.Value)
+		err = r.CompareAndSet(ctx, in.Key, ValueJSON(in.Old), ValueJSON(in.Value))
 	case model.Delete:
-		method, path = http.MethodDelete, path+"/"+in.Key
+		err = r.Delete(ctx, in.Key)
 	case model.MultiGet:
-		method, path = http.MethodGet, multi+"?ignoreMissingKey=true"+stale
-	case model.MultiPut, model.MultiReplace:
-		elems := make([][]byte, len(in.Keys))
-		for i := range in.Keys {
-			elems[i] = ValueJSON(in.Values[i])
-		}
-		method, path, body = http.MethodPut, multi, jsonArray(elems)
-		if in.Kind == model.MultiReplace {
-			path += "?op=REPLACE"
-		}
+		got.values, err = r.GetMany(ctx, in.Keys, read...)
+	case model.MultiPut:
+		err = r.PutAll(ctx, entries(), client.AtMostOnce())
+	case model.MultiReplace:
+		err = r.ReplaceAll(ctx, entries())
 	case model.MultiCAS:
-		elems := make([][]byte, len(in.Keys))
-		for i := range in.Keys {
-			elems[i] = casJSON(in.Olds[i], in.Values[i])
+		swaps := make([]client.Swap, len(in.Keys))
+		for i, k := range in.Keys {
+			swaps[i] = client.Swap{Key: k, Old: ValueJSON(in.Olds[i]), New: ValueJSON(in.Values[i])}
 		}
-		method, path, body = http.MethodPut, multi+"?op=CAS", jsonArray(elems)
+		err = r.CompareAndSetAll(ctx, swaps)
 	case model.MultiDelete:
-		method, path = http.MethodDelete, multi
+		err = r.Delete(ctx, in.Keys...)
 	case model.Query:
-		method, path = http.MethodGet, base+"/kv/v1/queries/adhoc?q="+url.QueryEscape(queryText(w.Region, in.Keys))+stale
+		// Always linearizable: the client's Query has no stale form.
+		got.rows, err = cl.Query(ctx, queryText(w.Region, in.Keys))
+	default:
+		err = fmt.Errorf("no REST form for %v", in.Kind)
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, nil, err
-	}
-	return resp.StatusCode, b, nil
+	return got, err
 }
 
 // ValueJSON is the value every writer of a run writes, {"v":N}: N unique
 // in the run for the clients, so that a read names the write it saw.
 func ValueJSON(v int64) []byte { return []byte(fmt.Sprintf(`{"v":%d}`, v)) }
-
-func casJSON(old, v int64) []byte {
-	return []byte(fmt.Sprintf(`{"@old":%s,"@new":%s}`, ValueJSON(old), ValueJSON(v)))
-}
-
-func jsonArray(elems [][]byte) []byte {
-	return append(append([]byte{'['}, bytes.Join(elems, []byte{','})...), ']')
-}
 
 // queryText is the query that reads keys with their values: one row per
 // key present, {"k":key,"v":N}.
@@ -482,19 +534,15 @@ func queryText(region string, keys []string) string {
 	return fmt.Sprintf("SELECT e.key AS k, e.value.v AS v FROM /%s.entrySet e WHERE e.key IN SET(%s)", region, strings.Join(quoted, ", "))
 }
 
-// parseMultiGet reads {"<region>":[{"v":N} or null, ...]}, n values.
-func parseMultiGet(b []byte, region string, n int) ([]int64, error) {
-	var doc map[string][]json.RawMessage
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	raw, ok := doc[region]
-	if !ok || len(doc) != 1 || len(raw) != n {
-		return nil, fmt.Errorf("want {%q: [%d values]}, got %s", region, n, b)
+// parseValues reads a multi-key GET's values, n of them, {"v":N} or nil
+// for a missing key.
+func parseValues(raw []json.RawMessage, n int) ([]int64, error) {
+	if len(raw) != n {
+		return nil, fmt.Errorf("%d values for %d keys", len(raw), n)
 	}
 	out := make([]int64, n)
 	for i, r := range raw {
-		if string(r) == "null" {
+		if r == nil {
 			continue
 		}
 		v, err := ParseValue(r)
@@ -509,23 +557,23 @@ func parseMultiGet(b []byte, region string, n int) ([]int64, error) {
 // parseQueryRows reads a query's rows into the value of each of keys
 // (model.Absent where no row names it); a row for another key, or a key
 // named twice, is an error.
-func parseQueryRows(b []byte, keys []string) ([]int64, error) {
-	var rows []struct {
-		K *string `json:"k"`
-		V *int64  `json:"v"`
-	}
-	if err := json.Unmarshal(b, &rows); err != nil {
-		return nil, err
-	}
+func parseQueryRows(rows []json.RawMessage, keys []string) ([]int64, error) {
 	out := make([]int64, len(keys))
 	done := make([]bool, len(keys))
-	for _, r := range rows {
+	for _, raw := range rows {
+		var r struct {
+			K *string `json:"k"`
+			V *int64  `json:"v"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("row %s: %w", raw, err)
+		}
 		if r.K == nil || r.V == nil {
-			return nil, fmt.Errorf("a row without k or v in %s", b)
+			return nil, fmt.Errorf("a row without k or v: %s", raw)
 		}
 		i := slices.Index(keys, *r.K)
 		if i < 0 || done[i] {
-			return nil, fmt.Errorf("row for %q unasked for or repeated in %s", *r.K, b)
+			return nil, fmt.Errorf("row for %q unasked for or repeated: %s", *r.K, raw)
 		}
 		out[i], done[i] = *r.V, true
 	}
@@ -547,8 +595,13 @@ func ParseValue(b []byte) (int64, error) {
 }
 
 // IsRefused reports whether err means the request was never sent: the
-// connection could not be opened.
+// connection could not be opened (by the client: every member it tried
+// refused it).
 func IsRefused(err error) bool {
+	var ae *client.Error
+	if errors.Is(err, client.ErrUnavailable) && !errors.As(err, &ae) {
+		return true
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true

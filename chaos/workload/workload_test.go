@@ -1,10 +1,16 @@
 package workload
 
 import (
+	"context"
+	"encoding/json"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/chaos/model"
 	"github.com/kvnode/kvnode/partition"
@@ -93,24 +99,98 @@ func TestMultiKeyInputs(t *testing.T) {
 }
 
 func TestParseAnswers(t *testing.T) {
-	vals, err := parseMultiGet([]byte(`{"r":[{"v":3},null]}`), "r", 2)
+	vals, err := parseValues([]json.RawMessage{json.RawMessage(`{"v":3}`), nil}, 2)
 	if err != nil || !slices.Equal(vals, []int64{3, model.Absent}) {
 		t.Errorf("multi-get: %v, %v", vals, err)
 	}
-	if _, err := parseMultiGet([]byte(`{"r":[{"v":3}]}`), "r", 2); err == nil {
+	if _, err := parseValues([]json.RawMessage{json.RawMessage(`{"v":3}`)}, 2); err == nil {
 		t.Errorf("multi-get with a value missing: no error")
 	}
+	rows := func(s ...string) []json.RawMessage {
+		out := make([]json.RawMessage, len(s))
+		for i, r := range s {
+			out[i] = json.RawMessage(r)
+		}
+		return out
+	}
 	keys := []string{"a-1", "a-2", "a-3"}
-	vals, err = parseQueryRows([]byte(`[{"k":"a-3","v":7},{"k":"a-1","v":5}]`), keys)
+	vals, err = parseQueryRows(rows(`{"k":"a-3","v":7}`, `{"k":"a-1","v":5}`), keys)
 	if err != nil || !slices.Equal(vals, []int64{5, model.Absent, 7}) {
 		t.Errorf("query rows: %v, %v", vals, err)
 	}
-	for _, bad := range []string{`[{"k":"b-1","v":1}]`, `[{"k":"a-1","v":1},{"k":"a-1","v":2}]`, `[{"k":"a-1"}]`, `{}`} {
-		if _, err := parseQueryRows([]byte(bad), keys); err == nil {
+	for _, bad := range [][]json.RawMessage{rows(`{"k":"b-1","v":1}`), rows(`{"k":"a-1","v":1}`, `{"k":"a-1","v":2}`), rows(`{"k":"a-1"}`), rows(`[]`)} {
+		if _, err := parseQueryRows(bad, keys); err == nil {
 			t.Errorf("query rows %s: no error", bad)
 		}
 	}
 	if got, want := queryText("chaosp", []string{"a-1", "b-2"}), "SELECT e.key AS k, e.value.v AS v FROM /chaosp.entrySet e WHERE e.key IN SET('a-1', 'b-2')"; got != want {
 		t.Errorf("query %q, want %q", got, want)
+	}
+}
+
+// TestDoOutcomes: Do records each answer as the model must see it: a
+// refusal with its status and current value, a 503 without the
+// certificate as unknown (the put sent once), a certified 503 or a refused
+// connection as never sent, an answer that is not the API's as a status
+// of its own; and the member that answered.
+func TestDoOutcomes(t *testing.T) {
+	var puts atomic.Int64
+	member := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost:
+			w.WriteHeader(http.StatusConflict)
+			_, _ = w.Write([]byte(`{"v":5}`))
+		case r.Method == http.MethodPut && r.URL.Query().Get("op") == "CAS":
+			w.Header().Set("Kvnode-Outcome", "not-applied")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case r.Method == http.MethodPut:
+			puts.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNotFound)
+		case r.Method == http.MethodGet:
+			_, _ = w.Write([]byte(`{"r":[{"v":1}]}`)) // one value for two keys
+		}
+	}))
+	defer member.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	w := &Clients{Region: "r", URLs: []string{member.URL, dead}, Names: []string{"n1", "n2"}, History: model.NewHistory(), Timeout: time.Second, seen: map[string]int64{}}
+	cl, err := w.NewClient(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	op, sent := w.Do(ctx, cl, model.Input{Kind: model.PutIfAbsent, Key: "f0-0", Value: 9})
+	if !sent || op.Output.Status != 409 || op.Output.Value != 5 || op.Member != "n1" {
+		t.Errorf("put-if-absent refused: %+v, sent %v; want 409 with 5 from n1", op, sent)
+	}
+	op, sent = w.Do(ctx, cl, model.Input{Kind: model.Delete, Key: "f0-0"})
+	if !sent || op.Output.Status != 404 || op.Output.Unknown {
+		t.Errorf("delete of a missing key: %+v, sent %v; want 404", op, sent)
+	}
+	op, sent = w.Do(ctx, cl, model.Input{Kind: model.Put, Key: "f0-0", Value: 10})
+	if !sent || !op.Output.Unknown || puts.Load() != 1 {
+		t.Errorf("put answered 503: %+v, sent %v, %d tries; want unknown after one", op, sent, puts.Load())
+	}
+	if _, sent = w.Do(ctx, cl, model.Input{Kind: model.CAS, Key: "f0-0", Old: 1, Value: 11}); sent {
+		t.Errorf("a CAS certified not applied was recorded")
+	}
+	op, sent = w.Do(ctx, cl, model.Input{Kind: model.MultiGet, Keys: []string{"f0-0", "f0-1"}})
+	if !sent || op.Output.Status != -200 || op.Output.Unknown {
+		t.Errorf("multi-get answered with one value for two keys: %+v, sent %v; want status -200", op, sent)
+	}
+	down, err := w.NewClient(1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	if _, sent = w.Do(ctx, down, model.Input{Kind: model.Delete, Key: "f0-0"}); sent {
+		t.Errorf("a delete to a member refusing connections was recorded")
 	}
 }

@@ -1,7 +1,6 @@
-// Package sse reads the Server-Sent Events format as a browser's
-// EventSource does: CRLF, LF or CR line ends, comments, multi-line data,
-// and the last event ID, which a block without data updates too. The
-// client's watches read GET /kv/v1/watch with it.
+// Package sse reads Server-Sent Events as a browser's EventSource does,
+// for package client's watch, and gives up a stream that goes idle: the
+// standard library only.
 package sse
 
 import (
@@ -14,7 +13,7 @@ import (
 	"time"
 )
 
-// Event is one dispatched event of a stream.
+// Event is one dispatched event of a Server-Sent Events stream.
 type Event struct {
 	Type string // the block's event field; "message" when it named none
 	Data string // its data lines joined with "\n"
@@ -23,7 +22,9 @@ type Event struct {
 	ID string
 }
 
-// Reader reads the events of one stream. It is not safe for concurrent
+// Reader reads the events of one stream, as a browser's EventSource
+// does (CRLF, LF or CR lines, comments, multi-line data, the last event ID
+// that a block without data updates too). It is not safe for concurrent
 // use; one goroutine reads a stream.
 type Reader struct {
 	sc      *bufio.Scanner
@@ -141,4 +142,24 @@ func (r *Reader) dispatch() (Event, bool) {
 		typ = "message"
 	}
 	return Event{Type: typ, Data: strings.TrimSuffix(data, "\n"), ID: r.lastID}, true
+}
+
+// Idle is r with t pushed back by d whenever bytes come: when none come
+// for d, t fires (and its function gives the stream up).
+func Idle(r io.Reader, t *time.Timer, d time.Duration) io.Reader {
+	return &idleReader{r: r, t: t, d: d}
+}
+
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
 }

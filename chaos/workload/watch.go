@@ -124,12 +124,12 @@ func (w *Watcher) Run(ctx context.Context) {
 	if w.IdleTimeout == 0 {
 		w.IdleTimeout = 20 * time.Second
 	}
-	// Each request starts at the next member: the one after the first
-	// endpoint, URLs[First], then the members in turn.
+	// A new client asks its first endpoint first, URLs[First], then the
+	// members in turn.
 	n := len(w.URLs)
 	endpoints := make([]string, n)
 	for i := range endpoints {
-		endpoints[i] = w.URLs[(w.First+n-1+i)%n]
+		endpoints[i] = w.URLs[(w.First+i)%n]
 	}
 	cl, err := client.New(client.Config{Endpoints: endpoints, DisableSingleHop: true, DialTimeout: w.IdleTimeout})
 	if err != nil {

@@ -35,7 +35,11 @@ type Config struct {
 	DialTimeout time.Duration
 	// RetryFor bounds how long a request that may be sent again keeps
 	// being retried while no member can serve it (default 15 s); the
-	// context's deadline, when sooner, wins.
+	// context's deadline, when sooner, wins. A negative RetryFor sends
+	// each request once, for a program with a retry policy of its own (a
+	// load generator counting every refusal): a 503 or a broken answer is
+	// returned at once; a refused connection still moves on to the next
+	// member, which cannot have applied anything.
 	RetryFor time.Duration
 	// SkipFor is how long a member that could not be reached is skipped
 	// before it is tried again (default 5 s).
@@ -68,6 +72,29 @@ type Client struct {
 	next    atomic.Uint64 // where the next request's turn starts
 
 	route *router // nil with DisableSingleHop
+
+	// The counts of Stats.
+	requests, routed, forwarded atomic.Int64
+}
+
+// Stats counts what a client sent since it was made: how much of its
+// traffic single hop takes straight to a leader. Take two and subtract
+// for an interval.
+type Stats struct {
+	// Requests counts every request sent to a member, each try of one.
+	Requests int64
+	// Routed counts the requests sent to their key's group leader as the
+	// routing document named it (single hop); 0 with DisableSingleHop.
+	Routed int64
+	// Forwarded counts the routed requests answered by a member that had
+	// to ask another one all the same (Kvnode-Hops above 0: the document
+	// was out of date, and is read again).
+	Forwarded int64
+}
+
+// Stats returns the counts so far.
+func (c *Client) Stats() Stats {
+	return Stats{Requests: c.requests.Load(), Routed: c.routed.Load(), Forwarded: c.forwarded.Load()}
 }
 
 // member is one member's base URL and when it may be tried again.
@@ -93,7 +120,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = defaultDialTimeout
 	}
-	if cfg.RetryFor <= 0 {
+	if cfg.RetryFor == 0 {
 		cfg.RetryFor = defaultRetryFor
 	}
 	if cfg.SkipFor <= 0 {

@@ -202,6 +202,10 @@ func (r *Region) PutAll(ctx context.Context, entries []Entry, opts ...Option) er
 	if len(entries) == 0 {
 		return nil
 	}
+	if len(entries) == 1 {
+		// One key's body is its value, not a list of one.
+		return r.Put(ctx, entries[0].Key, entries[0].Value, opts...)
+	}
 	keys := make([]string, len(entries))
 	values := make([]json.RawMessage, len(entries))
 	for i, e := range entries {

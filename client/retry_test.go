@@ -1,129 +1,176 @@
 package client_test
 
 import (
+	"context"
 	"errors"
-	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kvnode/kvnode/client"
 )
 
-// fakeMember answers every request with the next status of its list (the
-// last one from then on) and remembers each request's body.
-type fakeMember struct {
-	mu       sync.Mutex
-	statuses []int
-	bodies   []string
+// stub is a member that answers every request with answer, counting them.
+type stub struct {
+	srv   *httptest.Server
+	calls atomic.Int32
 }
 
-func (f *fakeMember) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	f.bodies = append(f.bodies, r.Method+" "+r.URL.Path+" "+string(body))
-	status := f.statuses[0]
-	if len(f.statuses) > 1 {
-		f.statuses = f.statuses[1:]
-	}
-	f.mu.Unlock()
-	w.WriteHeader(status)
-	if status >= 300 {
-		_, _ = w.Write([]byte(`{"cause":"no leader"}`))
-	}
-}
-
-func (f *fakeMember) requests() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.bodies...)
-}
-
-// TestRetryForNegative: a client with a negative RetryFor sends a put once
-// and returns the 503; the default sends it again after the 503.
-func TestRetryForNegative(t *testing.T) {
-	for _, tc := range []struct {
-		retryFor time.Duration
-		wantErr  bool
-		sent     int
-	}{{-1, true, 1}, {0, false, 2}} {
-		f := &fakeMember{statuses: []int{503, 200}}
-		srv := httptest.NewServer(f)
-		c, err := client.New(client.Config{Endpoints: []string{srv.URL}, RetryFor: tc.retryFor, DisableSingleHop: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = c.Region("r").Put(ctx(t), "k", map[string]int{"a": 1})
-		if tc.wantErr != (err != nil) || tc.wantErr && !errors.Is(err, client.ErrUnavailable) {
-			t.Errorf("RetryFor %v: Put = %v", tc.retryFor, err)
-		}
-		if n := len(f.requests()); n != tc.sent {
-			t.Errorf("RetryFor %v: %d requests sent, want %d", tc.retryFor, n, tc.sent)
-		}
-		if s := c.Stats(); s.Requests != int64(tc.sent) || s.Routed != 0 {
-			t.Errorf("RetryFor %v: Stats = %+v", tc.retryFor, s)
-		}
-		_ = c.Close()
-		srv.Close()
-	}
-}
-
-// TestPutAllOfOne: PutAll of one entry sends the value as a put does, not
-// a list of one value (which a one-key path would store as the value).
-func TestPutAllOfOne(t *testing.T) {
-	f := &fakeMember{statuses: []int{200}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	c, err := client.New(client.Config{Endpoints: []string{srv.URL}, DisableSingleHop: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	r := c.Region("r")
-	if err := r.PutAll(ctx(t), []client.Entry{{Key: "k", Value: map[string]int{"a": 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.PutAll(ctx(t), []client.Entry{{Key: "k", Value: map[string]int{"a": 1}}, {Key: "l", Value: []byte(`{"b":2}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	got := f.requests()
-	want := []string{`PUT /kv/v1/r/k {"a":1}`, `PUT /kv/v1/r/k,l [{"a":1},{"b":2}]`}
-	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("sent %q, want %q", got, want)
-	}
-}
-
-// TestStatsForwarded: a request routed by the document to a member that
-// answers Kvnode-Hops 1 counts as routed and forwarded.
-func TestStatsForwarded(t *testing.T) {
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/management/v1/routing" {
-			_, _ = io.WriteString(w, `{"version":3,"hash":"fnv1a64","buckets":0,"owners":[],"groups":[{"group":0,"leader":"m1","url":"`+srv.URL+`"}],"partitionedRegions":[]}`)
-			return
-		}
-		if r.Header.Get("Kvnode-Route") != "3" {
-			t.Errorf("%s %s: Kvnode-Route %q, want 3", r.Method, r.URL, r.Header.Get("Kvnode-Route"))
-		}
-		w.Header().Set("Kvnode-Hops", "1")
+func newStub(t *testing.T, answer func(w http.ResponseWriter, r *http.Request)) *stub {
+	s := &stub{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		answer(w, r)
 	}))
-	defer srv.Close()
-	c, err := client.New(client.Config{Endpoints: []string{srv.URL}})
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// unavailable answers 503 as a member does, certifying that nothing was
+// written when notApplied.
+func unavailable(notApplied bool) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		if notApplied {
+			w.Header().Set("Kvnode-Outcome", "not-applied")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"cause":"no leader for the group"}`))
+	}
+}
+
+func stubClient(t *testing.T, endpoints ...string) *client.Client {
+	c, err := client.New(client.Config{Endpoints: endpoints, DisableSingleHop: true, RetryFor: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if _, err := c.Routing(ctx(t)); err != nil {
+	return c
+}
+
+// TestNoResendOfUnknownWrite: a put-if-absent, replace, compare-and-set or
+// delete answered by a 503 that does not say nothing was written is sent
+// once and fails with ErrOutcomeUnknown.
+func TestNoResendOfUnknownWrite(t *testing.T) {
+	ops := map[string]func(r *client.Region) error{
+		"create": func(r *client.Region) error {
+			_, err := r.Create(context.Background(), "k", map[string]int{"a": 1})
+			return err
+		},
+		"replace": func(r *client.Region) error { return r.Replace(context.Background(), "k", map[string]int{"a": 1}) },
+		"cas": func(r *client.Region) error {
+			return r.CompareAndSet(context.Background(), "k", map[string]int{"a": 1}, map[string]int{"a": 2})
+		},
+		"delete": func(r *client.Region) error { return r.Delete(context.Background(), "k") },
+	}
+	for name, op := range ops {
+		t.Run(name, func(t *testing.T) {
+			a, b := newStub(t, unavailable(false)), newStub(t, unavailable(false))
+			c := stubClient(t, a.srv.URL, b.srv.URL)
+			err := op(c.Region("r"))
+			if !errors.Is(err, client.ErrOutcomeUnknown) || !errors.Is(err, client.ErrUnavailable) {
+				t.Fatalf("err = %v, want ErrOutcomeUnknown (and ErrUnavailable)", err)
+			}
+			if n := a.calls.Load() + b.calls.Load(); n != 1 {
+				t.Fatalf("sent %d times, want once", n)
+			}
+		})
+	}
+}
+
+// TestResendWhenNotApplied: the same writes answered 503 with
+// Kvnode-Outcome: not-applied go again, to the next member, and succeed
+// there.
+func TestResendWhenNotApplied(t *testing.T) {
+	a := newStub(t, unavailable(true))
+	b := newStub(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "http://x/kv/v1/r/k")
+		w.WriteHeader(http.StatusCreated)
+	})
+	c := stubClient(t, a.srv.URL, b.srv.URL)
+	for range 4 { // whichever member each call starts with
+		if _, err := c.Region("r").Create(context.Background(), "k", map[string]int{"a": 1}); err != nil {
+			t.Fatalf("Create = %v, want success on the second member", err)
+		}
+	}
+	if a.calls.Load() == 0 || b.calls.Load() != 4 {
+		t.Fatalf("calls: refusing member %d, serving member %d; want >0 and 4", a.calls.Load(), b.calls.Load())
+	}
+}
+
+// TestIdempotentRetried: a put or read answered 503 (no certificate) goes
+// again; with every member refusing it fails with ErrUnavailable once
+// RetryFor has passed, never with ErrOutcomeUnknown.
+func TestIdempotentRetried(t *testing.T) {
+	a := newStub(t, unavailable(false))
+	c := stubClient(t, a.srv.URL)
+	start := time.Now()
+	err := c.Region("r").Put(context.Background(), "k", map[string]int{"a": 1})
+	if !errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("Put = %v, want ErrUnavailable only", err)
+	}
+	if n := a.calls.Load(); n < 3 {
+		t.Fatalf("sent %d times, want retries", n)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("gave up after %v, RetryFor is 2 s", d)
+	}
+}
+
+// TestRefusedConnectionMovesOn: a member that refuses connections is
+// skipped (the write was never sent), and skipped for a while after.
+func TestRefusedConnectionMovesOn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Region("r").Put(ctx(t), "k", map[string]int{"a": 1}); err != nil {
-		t.Fatal(err)
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	ok := newStub(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
+	c := stubClient(t, dead, ok.srv.URL)
+	for range 5 {
+		if _, err := c.Region("r").Create(context.Background(), "k", map[string]int{"a": 1}); err != nil {
+			t.Fatalf("Create = %v: a refused connection must move on to the next member", err)
+		}
 	}
-	// The forwarded answer starts a read of the document in the
-	// background: 2 requests or 3.
-	if s := c.Stats(); s.Requests < 2 || s.Requests > 3 || s.Routed != 1 || s.Forwarded != 1 {
-		t.Errorf("Stats = %+v; want 2 or 3 requests (the document, the put, the document again), 1 routed, 1 forwarded", s)
+	if ok.calls.Load() != 5 {
+		t.Fatalf("the live member served %d of 5", ok.calls.Load())
+	}
+	// Every member refusing: ErrUnavailable.
+	c2 := stubClient(t, dead)
+	if _, err := c2.Region("r").Create(context.Background(), "k", map[string]int{"a": 1}); !errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("Create with no member = %v, want ErrUnavailable", err)
+	}
+}
+
+// TestBrokenAnswerIsUnknown: a write whose connection breaks after it was
+// sent is not sent again: ErrOutcomeUnknown. A read is.
+func TestBrokenAnswerIsUnknown(t *testing.T) {
+	var hijack func(w http.ResponseWriter)
+	hijack = func(w http.ResponseWriter) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}
+	a := newStub(t, func(w http.ResponseWriter, r *http.Request) { hijack(w) })
+	b := newStub(t, func(w http.ResponseWriter, r *http.Request) { hijack(w) })
+	c := stubClient(t, a.srv.URL, b.srv.URL)
+	_, err := c.Region("r").Create(context.Background(), "k", map[string]int{"a": 1})
+	if !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Fatalf("Create with the connection cut = %v, want ErrOutcomeUnknown", err)
+	}
+	if n := a.calls.Load() + b.calls.Load(); n != 1 {
+		t.Fatalf("sent %d times, want once", n)
+	}
+	_, err = c.Region("r").Get(context.Background(), "k")
+	if errors.Is(err, client.ErrOutcomeUnknown) || err == nil {
+		t.Fatalf("Get with every connection cut = %v, want a failure that is not ErrOutcomeUnknown", err)
+	}
+	if n := a.calls.Load() + b.calls.Load(); n < 3 {
+		t.Fatalf("the read was sent %d times in all, want retries", n)
 	}
 }

@@ -3,6 +3,7 @@ package kvnode_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -262,4 +263,85 @@ func slug(heading string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestReadmeGo: the README's Go program (the ```go block of "## The Go
+// client") builds against this checkout's package client and prints, run
+// against a fresh node with a region orders, what the ```text block after
+// it shows. It is built with -overlay as a package of this module, so
+// that it is the README's text that runs, not a copy.
+func TestReadmeGo(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	start := strings.Index(text, "## The Go client")
+	if start < 0 {
+		t.Fatal(`README.md has no "## The Go client" section`)
+	}
+	section := text[start:]
+	code, ok := fencedBlock(section, "go")
+	if !ok {
+		t.Fatal("the Go client section has no ```go block")
+	}
+	expect, ok := fencedBlock(section[strings.Index(section, code)+len(code):], "text")
+	if !ok {
+		t.Fatal("the ```go block is not followed by a ```text block of its output")
+	}
+	c := nodetest.New(t)
+	n := c.Start("g1", 1)
+	waitfor.Cond(t, 30*time.Second, "the node to be ready", func() bool {
+		resp, err := http.Get("http://" + n.HTTPAddr() + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	nodetest.MustCall(t, n, "POST", "/management/v1/regions", `{"name":"orders","type":"REPLICATE"}`, 201)
+
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte(strings.ReplaceAll(code, tourAddr, n.HTTPAddr())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(wd, "internal", "readmego", "main.go"): src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ovPath := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ovPath, overlay, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "run", "-overlay", ovPath, "./internal/readmego")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the README's Go program: %v\n%s%s", err, stderr.String(), stdout.String())
+	}
+	if got := stdout.String(); got != expect {
+		t.Errorf("the README's Go program printed\n%s\nwhere the README shows\n%s", got, expect)
+	}
+}
+
+// fencedBlock is the body of the first ```lang block of text.
+func fencedBlock(text, lang string) (string, bool) {
+	open := blockFence + lang + "\n"
+	i := strings.Index(text, open)
+	if i < 0 {
+		return "", false
+	}
+	body := text[i+len(open):]
+	j := strings.Index(body, "\n"+blockFence+"\n")
+	if j < 0 {
+		return "", false
+	}
+	return body[:j+1], true
 }

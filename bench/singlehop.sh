@@ -19,8 +19,9 @@
 #
 # BEFORE=path/to/kvbench adds the same points measured by another kvbench
 # build (e.g. one before the target moved onto package client: its own
-# leader map and transport), labelled "before", to check that the move
-# cost the load generator nothing.
+# leader map and transport), labelled "before", the two builds in turn
+# (order flipped each time), to check that the move cost the load
+# generator nothing.
 #
 # The raw results go to results.jsonl (default a new file in $TMPDIR): a
 # first line {"meta":{...}} (machine, commit, versions, knobs), then
@@ -123,7 +124,7 @@ echo "results: $OUT" >&2
 
 TOOLS=("$KVBENCH")
 [[ -n $BEFORE ]] && TOOLS+=("$BEFORE")
-flip=0
+flip=0 toolflip=0
 for n in $MEMBERS; do
   start "$n"
   ep=$(endpoints "$n")
@@ -136,7 +137,10 @@ for n in $MEMBERS; do
         ((flip)) && routes=(round-robin leader)
         flip=$((1 - flip))
         for route in "${routes[@]}"; do
-          for tool in "${TOOLS[@]}"; do
+          tools=("${TOOLS[@]}")
+          ((${#TOOLS[@]} > 1 && toolflip)) && tools=("${TOOLS[1]}" "${TOOLS[0]}")
+          toolflip=$((1 - toolflip))
+          for tool in "${tools[@]}"; do
             label="$n:$region:$workload:$route:$round"
             [[ $tool != "$KVBENCH" ]] && label+=":before"
             point "$tool" "$label" --endpoints "$ep" --region "$region" --workload "$workload" -c "$clients" \

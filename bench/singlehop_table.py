@@ -13,73 +13,57 @@ several rounds, the median of each. When the run has "before" points (another
 kvbench build on the same points), a second table sets this kvbench's
 throughput against that one's. A point with failed operations is flagged.
 """
-import json
 import statistics
 import sys
+
+from compare_table import cell, load, ratio
 
 WORKLOADS = [("put", "put, 64 clients"), ("get", "linearizable get, 64 clients"),
              ("put-if-absent", "put-if-absent, 16 clients")]
 REGIONS = [("orders", "REPLICATE"), ("events", "PARTITION")]
 
 
-def load(path):
-    meta, points = {}, {}
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                doc = json.loads(line)
-            except json.JSONDecodeError as e:
-                sys.exit(f"{path}:{n}: not JSON: {e}")
-            if "meta" in doc:
-                meta = doc["meta"]
-                continue
-            parts = doc.get("label", "").split(":")
-            if len(parts) < 5:
-                continue
-            members, region, workload, route = int(parts[0]), parts[1], parts[2], parts[3]
-            tool = parts[5] if len(parts) > 5 else "now"
-            points.setdefault((tool, members, region, workload, route), []).append(doc)
-    return meta, points
-
-
-def summary(results):
-    """The median of the rounds' throughput, p50 and p99, and their errors."""
-    if not results:
-        return None
-    return {
-        "ops": statistics.median(r["ops_per_sec"] for r in results),
-        "p50": statistics.median(r["latency_ms"]["p50"] for r in results),
-        "p99": statistics.median(r["latency_ms"]["p99"] for r in results),
-        "errors": sum(r["errors"] for r in results),
-        "routed": sum(r.get("leader_routed", 0) for r in results) / max(sum(r["ops"] for r in results), 1),
-        "rounds": len(results),
-    }
-
-
-def cell(s):
-    if s is None:
-        return "–"
-    out = f"{s['ops']:,.0f}/s (p50 {s['p50']:.2f}, p99 {s['p99']:.1f} ms)"
-    if s["errors"]:
-        out += f" **{s['errors']:,} failed**"
+def by_point(points):
+    """compare_table's points, keyed by (members, region, workload, route, tool): "now", or
+    "before" for the other kvbench build's; each a list of the rounds' results."""
+    out = {}
+    for (members, rest), doc in points.items():
+        parts = rest.split(":")
+        if len(parts) < 4:
+            continue
+        key = (int(members), parts[0], parts[1], parts[2], parts[4] if len(parts) > 4 else "now")
+        out.setdefault(key, []).append(doc)
     return out
 
 
-def ratio(a, b, key="ops"):
-    if a is None or b is None or not b[key]:
-        return "–"
-    return f"{a[key] / b[key]:.2f}×"
+def summary(results):
+    """The median of the rounds' throughput, p50 and p99 (shaped as a kvbench result, for
+    compare_table's cell and ratio), their errors, and the share of requests routed."""
+    if not results:
+        return None
+    return {
+        "ops_per_sec": statistics.median(r["ops_per_sec"] for r in results),
+        "latency_ms": {q: statistics.median(r["latency_ms"][q] for r in results) for q in ("p50", "p99")},
+        "errors": sum(r["errors"] for r in results),
+        "routed": sum(r.get("leader_routed", 0) for r in results) / max(sum(r["ops"] for r in results), 1),
+    }
+
+
+def rows(members):
+    """Every (members, region type, workload title, region, workload) of the run, in order."""
+    for n in members:
+        for region, kind in REGIONS:
+            for workload, title in WORKLOADS:
+                yield n, kind, title, region, workload
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    meta, points = load(sys.argv[1])
+    meta, raw = load(sys.argv[1])
+    points = by_point(raw)
     m = meta.get("machine", {})
-    members = meta.get("members", sorted({k[1] for k in points}))
+    members = meta.get("members", sorted({k[0] for k in points}))
     print(f"single hop against none, commit {meta.get('commit', '?')}, {meta.get('date', '?')}")
     print(f"machine: {m.get('cores', '?')} cores, {m.get('model', '?')}, {m.get('memory_gib', '?')} GiB, "
           f"Linux {m.get('kernel', '?')}; {meta.get('go', '?')}")
@@ -87,35 +71,29 @@ def main():
           f"warm-up, then {meta.get('duration', '?')}; {meta.get('keys', '?'):,} keys, "
           f"{meta.get('value_size', '?')}-byte values; median of {meta.get('rounds', 1)} round(s)")
     print()
-    print("| members | region | workload | single hop | routed | without | single hop / without (ops/s) | p50 without / with |")
+    print("| members | region | workload | single hop | routed | without | ops/s: with / without | p50: without / with |")
     print("|---|---|---|---|---|---|---|---|")
-    for n in members:
-        for region, kind in REGIONS:
-            for workload, title in WORKLOADS:
-                on = summary(points.get(("now", n, region, workload, "leader"), []))
-                off = summary(points.get(("now", n, region, workload, "round-robin"), []))
-                if on is None and off is None:
-                    continue
-                routed = f"{on['routed']:.0%}" if on else "–"
-                print(f"| {n} | {kind} | {title} | {cell(on)} | {routed} | {cell(off)} | {ratio(on, off)} | "
-                      f"{ratio(off, on, 'p50')} |")
-    if not any(k[0] == "before" for k in points):
+    for n, kind, title, region, workload in rows(members):
+        on = summary(points.get((n, region, workload, "leader", "now"), []))
+        off = summary(points.get((n, region, workload, "round-robin", "now"), []))
+        if on is None and off is None:
+            continue
+        routed = f"{on['routed']:.0%}" if on else "–"
+        print(f"| {n} | {kind} | {title} | {cell(on)} | {routed} | {cell(off)} | {ratio(on, off)} | {ratio(off, on, lambda r: r['latency_ms']['p50'])} |")
+    if not any(k[4] == "before" for k in points):
         return
     print()
     print(f"kvbench at {meta.get('commit', '?')} (package client) against the kvbench of BEFORE "
           f"({meta.get('before', '?')}), the same points in turn")
     print()
-    print("| members | region | workload | route | this kvbench | before | this / before (ops/s) |")
+    print("| members | region | workload | route | this kvbench | before | ops/s: this / before |")
     print("|---|---|---|---|---|---|---|")
-    for n in members:
-        for region, kind in REGIONS:
-            for workload, title in WORKLOADS:
-                for route in ("leader", "round-robin"):
-                    now = summary(points.get(("now", n, region, workload, route), []))
-                    before = summary(points.get(("before", n, region, workload, route), []))
-                    if now is None or before is None:
-                        continue
-                    print(f"| {n} | {kind} | {title} | {route} | {cell(now)} | {cell(before)} | {ratio(now, before)} |")
+    for n, kind, title, region, workload in rows(members):
+        for route in ("leader", "round-robin"):
+            now = summary(points.get((n, region, workload, route, "now"), []))
+            before = summary(points.get((n, region, workload, route, "before"), []))
+            if now is not None and before is not None:
+                print(f"| {n} | {kind} | {title} | {route} | {cell(now)} | {cell(before)} | {ratio(now, before)} |")
 
 
 if __name__ == "__main__":

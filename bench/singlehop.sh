@@ -8,7 +8,8 @@
 # bench/procs.sh's bench_bins), then for N in MEMBERS (3 6) starts N members
 # on 127.0.0.1 with --partition-groups auto (a partition group per member at
 # least) and the regions orders (REPLICATE) and events (PARTITION), waits
-# until every group has a leader, and on each region runs kvbench's
+# until every group is in place and led by its preferred leader (no move
+# under way), and on each region runs kvbench's
 #   put at 64 clients, linearizable get at 64, put-if-absent at 16,
 # each with --route leader (package client's single hop: each key to its
 # group's leader) and --route round-robin (single hop off: the members in
@@ -26,7 +27,8 @@
 # The raw results go to results.jsonl (default a new file in $TMPDIR): a
 # first line {"meta":{...}} (machine, commit, versions, knobs), then
 # kvbench's JSON, one line per point, labelled
-# "<members>:<region>:<workload>:<route>:<round>[:before]".
+# "<members>:<region>:<workload>:<route>:<round>[:before]", each followed by
+# a line {"cpu":{...}} of kvbench's own CPU seconds (it needs /usr/bin/time).
 # bench/singlehop_table.py prints the table from them, here at the end and
 # again whenever asked.
 #
@@ -80,27 +82,41 @@ start() {
     urls+=("http://127.0.0.1:$(rest "$i")")
   done
   wait_ready "${urls[@]}"
-  for _ in $(seq 1 300); do
-    if curl -s "${urls[0]}/management/v1/routing" | python3 -c '
+  # Settled: N partition groups at least, each on the members the table
+  # names and led by its preferred leader (scaleout.sh's settled), so that
+  # no bucket moves and no leadership changes while a point runs; then the
+  # routing document names every leader.
+  for _ in $(seq 1 600); do
+    if curl -s "${urls[0]}/management/v1/partitions" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+ok = d["partitionGroups"] >= int(sys.argv[1]) and all(g.get("members") and sorted(g.get("voters") or []) == sorted(g["members"])
+    and not g.get("nonVoters") and g.get("leader") == g["members"][0] for g in d["groups"])
+sys.exit(0 if ok else 1)' "$n" 2>/dev/null &&
+      curl -s "${urls[0]}/management/v1/routing" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 ok = len(d["groups"]) > int(sys.argv[1]) and all(g.get("url") for g in d["groups"]) and set(d["partitionedRegions"]) == {"events"}
 sys.exit(0 if ok else 1)' "$n" 2>/dev/null; then
-      echo "$n members up, every group led" >&2
+      echo "$n members up, every group settled and led" >&2
       return 0
     fi
-    sleep 0.2
+    sleep 0.5
   done
-  echo "the cluster of $n did not elect a leader in every group" >&2
+  echo "the cluster of $n did not settle (groups, replicas, preferred leaders)" >&2
   exit 1
 }
 
-# point TOOL LABEL FLAGS...: one kvbench point, its JSON appended to OUT.
+# point TOOL LABEL FLAGS...: one kvbench point, its JSON appended to OUT,
+# then a line {"cpu":{"label":...,"seconds":...}}: the CPU time kvbench
+# itself used (user + system, warm-up and preload included), so that two
+# kvbench builds can be compared by their cost per operation too.
 point() {
   local tool=$1 label=$2; shift 2
   echo "== $label" >&2
-  "$tool" --keys "$KEYS" --value-size "$VALUE_SIZE" --duration "$DUR" --warmup "$WARMUP" \
-    --preload-timeout 2m --json -q --label "$label" "$@" | tee -a "$OUT"
+  /usr/bin/time -f '%U %S' -o "$WORK/cpu" "$tool" --keys "$KEYS" --value-size "$VALUE_SIZE" --duration "$DUR" \
+    --warmup "$WARMUP" --preload-timeout 2m --json -q --label "$label" "$@" | tee -a "$OUT"
+  awk -v l="$label" '{printf "{\"cpu\":{\"label\":\"%s\",\"seconds\":%.2f}}\n", l, $1 + $2}' "$WORK/cpu" >>"$OUT"
 }
 
 bench_bins "$WORK"

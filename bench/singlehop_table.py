@@ -11,8 +11,12 @@ members, region and workload, throughput, p50 and p99 with single hop
 (--route leader) and without (--route round-robin), and their ratio; with
 several rounds, the median of each. When the run has "before" points (another
 kvbench build on the same points), a second table sets this kvbench's
-throughput against that one's. A point with failed operations is flagged.
+throughput and its own CPU per operation (the {"cpu": ...} lines: user +
+system seconds over the operations of warm-up and measure, estimated as the
+measured operations × (warm-up + duration) / duration) against that one's. A
+point with failed operations is flagged.
 """
+import json
 import statistics
 import sys
 
@@ -36,6 +40,24 @@ def by_point(points):
     return out
 
 
+def cpu_seconds(path):
+    """kvbench's own CPU seconds per label, from the {"cpu": ...} lines."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith('{"cpu"'):
+                c = json.loads(line)["cpu"]
+                out[c["label"]] = c["seconds"]
+    return out
+
+
+def seconds(text):
+    """A Go duration of the meta line ("5s", "500ms") in seconds."""
+    if text.endswith("ms"):
+        return float(text[:-2]) / 1000
+    return float(text.rstrip("s") or 0)
+
+
 def summary(results):
     """The median of the rounds' throughput, p50 and p99 (shaped as a kvbench result, for
     compare_table's cell and ratio), their errors, and the share of requests routed."""
@@ -46,6 +68,7 @@ def summary(results):
         "latency_ms": {q: statistics.median(r["latency_ms"][q] for r in results) for q in ("p50", "p99")},
         "errors": sum(r["errors"] for r in results),
         "routed": sum(r.get("leader_routed", 0) for r in results) / max(sum(r["ops"] for r in results), 1),
+        "cpu_us": statistics.median(r["cpu_us"] for r in results) if all("cpu_us" in r for r in results) else None,
     }
 
 
@@ -61,6 +84,11 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     meta, raw = load(sys.argv[1])
+    cpu = cpu_seconds(sys.argv[1])
+    scale = (seconds(meta.get("warmup", "0s")) + seconds(meta.get("duration", "1s"))) / seconds(meta.get("duration", "1s"))
+    for doc in raw.values():
+        if doc.get("label") in cpu and doc["ops"]:
+            doc["cpu_us"] = cpu[doc["label"]] * 1e6 / (doc["ops"] * scale)
     points = by_point(raw)
     m = meta.get("machine", {})
     members = meta.get("members", sorted({k[0] for k in points}))
@@ -86,14 +114,17 @@ def main():
     print(f"kvbench at {meta.get('commit', '?')} (package client) against the kvbench of BEFORE "
           f"({meta.get('before', '?')}), the same points in turn")
     print()
-    print("| members | region | workload | route | this kvbench | before | ops/s: this / before |")
-    print("|---|---|---|---|---|---|---|")
+    print("| members | region | workload | route | this kvbench | before | ops/s: this / before | kvbench CPU µs/op: this / before |")
+    print("|---|---|---|---|---|---|---|---|")
     for n, kind, title, region, workload in rows(members):
         for route in ("leader", "round-robin"):
             now = summary(points.get((n, region, workload, route, "now"), []))
             before = summary(points.get((n, region, workload, route, "before"), []))
             if now is not None and before is not None:
-                print(f"| {n} | {kind} | {title} | {route} | {cell(now)} | {cell(before)} | {ratio(now, before)} |")
+                us = "–"
+                if now["cpu_us"] and before["cpu_us"]:
+                    us = f"{now['cpu_us']:.0f} / {before['cpu_us']:.0f}"
+                print(f"| {n} | {kind} | {title} | {route} | {cell(now)} | {cell(before)} | {ratio(now, before)} | {us} |")
 
 
 if __name__ == "__main__":

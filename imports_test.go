@@ -133,9 +133,6 @@ func TestImportRules(t *testing.T) {
 		// The client commands speak REST only, as any client of the API does:
 		// no package of the server, not even region's vocabulary.
 		"cli": append([]string{module + "/region", module + "/partition", module + "/internal"}, server...),
-		// The Go client: the standard library only, so that a program
-		// importing it pulls in nothing of the server.
-		"client": {module},
 		// The Server-Sent Events format, read: nothing of kvnode.
 		"cli/sse": {module},
 		// The command line's typed values, as text: nothing of kvnode.
@@ -196,6 +193,15 @@ func TestImportRules(t *testing.T) {
 				// at a time (and uses only the standard library itself).
 				if !isStdlib(d) && d != module+"/internal/chunked" {
 					t.Errorf("region depends on %s; it may use only the standard library (and internal/chunked)", d)
+				}
+			}
+		case r == "client" || hasPrefixPkg(r, "client/internal"):
+			// The Go client: the standard library only, so that a program
+			// importing it pulls in nothing of the server; its own
+			// internal packages (the standard library only too) aside.
+			for _, d := range list {
+				if !isStdlib(d) && !hasPrefixPkg(d, module+"/client/internal") {
+					t.Errorf("%s depends on %s; the Go client may use only the standard library (and client/internal)", r, d)
 				}
 			}
 		case forbidden[r] != nil:

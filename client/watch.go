@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/kvnode/kvnode/client/internal/sse"
 )
 
 // WatchOptions say what a watch follows (GET /kv/v1/watch): a region's
@@ -209,7 +211,7 @@ func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (acce
 	if mt, _, _ := mime.ParseMediaType(resp.header.Get("Content-Type")); mt != "text/event-stream" {
 		return false, false, fmt.Errorf("%w: the answer is %q", errNotStream, resp.header.Get("Content-Type"))
 	}
-	rd := newSSEReader(resp.stream, maxEventLine)
+	rd := sse.NewReader(resp.stream, maxEventLine)
 	for {
 		ev, err := rd.Next()
 		if w.live && rd.LastID() != "" {
@@ -230,7 +232,7 @@ func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (acce
 }
 
 // event turns one SSE event into the Event to deliver (ok false: none).
-func (w *watch) event(ev sseEvent) (Event, bool, error) {
+func (w *watch) event(ev sse.Event) (Event, bool, error) {
 	var d struct {
 		Event
 		Cause string `json:"cause"`

@@ -1,4 +1,8 @@
-package client
+// Package sse reads the Server-Sent Events format as a browser's
+// EventSource does: CRLF, LF or CR line ends, comments, multi-line data,
+// and the last event ID, which a block without data updates too. The
+// client's watches read GET /kv/v1/watch with it.
+package sse
 
 import (
 	"bufio"
@@ -10,8 +14,8 @@ import (
 	"time"
 )
 
-// sseEvent is one dispatched event of a Server-Sent Events stream.
-type sseEvent struct {
+// Event is one dispatched event of a stream.
+type Event struct {
 	Type string // the block's event field; "message" when it named none
 	Data string // its data lines joined with "\n"
 	// ID is the last event ID when the event was dispatched: this block's
@@ -19,11 +23,9 @@ type sseEvent struct {
 	ID string
 }
 
-// sseReader reads the events of one stream, as a browser's EventSource
-// does (CRLF, LF or CR lines, comments, multi-line data, the last event ID
-// that a block without data updates too). It is not safe for concurrent
+// Reader reads the events of one stream. It is not safe for concurrent
 // use; one goroutine reads a stream.
-type sseReader struct {
+type Reader struct {
 	sc      *bufio.Scanner
 	started bool
 	skipLF  bool // the last line ended with CR: a LF right after it belongs to it
@@ -38,11 +40,11 @@ type sseReader struct {
 	retry  time.Duration
 }
 
-// newSSEReader reads r, refusing lines longer than maxLine bytes (a data
+// NewReader reads r, refusing lines longer than maxLine bytes (a data
 // line holds a whole event's JSON, so maxLine bounds the largest value the
 // caller accepts).
-func newSSEReader(r io.Reader, maxLine int) *sseReader {
-	rd := &sseReader{sc: bufio.NewScanner(r)}
+func NewReader(r io.Reader, maxLine int) *Reader {
+	rd := &Reader{sc: bufio.NewScanner(r)}
 	rd.sc.Buffer(make([]byte, 0, min(maxLine, 64<<10)), maxLine)
 	rd.sc.Split(rd.splitLine)
 	return rd
@@ -51,7 +53,7 @@ func newSSEReader(r io.Reader, maxLine int) *sseReader {
 // splitLine cuts the stream at CRLF, LF or CR. A CR ends its line at once
 // rather than waiting to see whether a LF follows (the server may send
 // nothing more for a while); the LF, when it comes, is skipped.
-func (r *sseReader) splitLine(data []byte, atEOF bool) (int, []byte, error) {
+func (r *Reader) splitLine(data []byte, atEOF bool) (int, []byte, error) {
 	skip := 0
 	if r.skipLF && len(data) > 0 && data[0] == '\n' {
 		skip = 1
@@ -74,16 +76,16 @@ func (r *sseReader) splitLine(data []byte, atEOF bool) (int, []byte, error) {
 // LastID is the last event ID the stream set: what a client sends as
 // Last-Event-ID when it reconnects. A block with an id and no data (a
 // keep-alive) sets it too.
-func (r *sseReader) LastID() string { return r.lastID }
+func (r *Reader) LastID() string { return r.lastID }
 
 // Retry is the reconnection delay the server asked for with a retry
 // field, 0 when it sent none.
-func (r *sseReader) Retry() time.Duration { return r.retry }
+func (r *Reader) Retry() time.Duration { return r.retry }
 
 // Next reads up to the next event and returns it. At the end of the
 // stream it returns io.EOF; a read error, or a line over the limit, is
 // returned wrapped.
-func (r *sseReader) Next() (sseEvent, error) {
+func (r *Reader) Next() (Event, error) {
 	for r.sc.Scan() {
 		line := r.sc.Text()
 		if !r.started {
@@ -120,23 +122,23 @@ func (r *sseReader) Next() (sseEvent, error) {
 		}
 	}
 	if err := r.sc.Err(); err != nil {
-		return sseEvent{}, fmt.Errorf("read the event stream: %w", err)
+		return Event{}, fmt.Errorf("read the event stream: %w", err)
 	}
-	return sseEvent{}, io.EOF
+	return Event{}, io.EOF
 }
 
 // dispatch ends a block: the ID buffer becomes the last event ID, and a
 // block with data is an event.
-func (r *sseReader) dispatch() (sseEvent, bool) {
+func (r *Reader) dispatch() (Event, bool) {
 	r.lastID = r.idBuf
 	typ, data := r.typ, r.data.String()
 	r.typ = ""
 	r.data.Reset()
 	if data == "" {
-		return sseEvent{}, false
+		return Event{}, false
 	}
 	if typ == "" {
 		typ = "message"
 	}
-	return sseEvent{Type: typ, Data: strings.TrimSuffix(data, "\n"), ID: r.lastID}, true
+	return Event{Type: typ, Data: strings.TrimSuffix(data, "\n"), ID: r.lastID}, true
 }

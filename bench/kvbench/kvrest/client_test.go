@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +30,7 @@ type fakeMember struct {
 	force   int      // when set, every answer
 	outcome string   // the Kvnode-Outcome of a forced answer
 	delay   time.Duration
+	body    string // the last request's
 }
 
 func (f *fakeMember) serve(name string) http.HandlerFunc {
@@ -35,6 +39,7 @@ func (f *fakeMember) serve(name string) http.HandlerFunc {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.log = append(f.log, name+" "+r.Method+" "+r.URL.RequestURI())
+		f.body = string(body)
 		if f.delay > 0 {
 			time.Sleep(f.delay)
 		}
@@ -48,6 +53,8 @@ func (f *fakeMember) serve(name string) http.HandlerFunc {
 		}
 		key := strings.TrimPrefix(r.URL.Path, "/kv/v1/orders/")
 		switch {
+		case r.URL.Path == "/kv/v1":
+			_, _ = w.Write([]byte(`{"regions":[{"name":"orders","type":"REPLICATE"},{"name":"events","type":"PARTITION"}]}`))
 		case strings.HasPrefix(r.URL.Path, "/kv/v1/queries/"):
 			_, _ = w.Write([]byte("[]"))
 		case r.Method == "POST":
@@ -201,6 +208,49 @@ func TestClientOperations(t *testing.T) {
 	var oe *kvbench.OpError
 	if err := c.Create(ctx, "k2", v); !errors.As(err, &oe) || oe.Kind != "409" {
 		t.Errorf("create of an existing key: %v", err)
+	}
+}
+
+// TestQuery: the query workload's runs, ad hoc (the customer id written
+// into the text by the client) and named (bound as an int; the query
+// stored first), stale when asked.
+func TestQuery(t *testing.T) {
+	f, urls := fakeCluster(t)
+	cfg := kvbench.Default()
+	cfg.Endpoints, cfg.Workload, cfg.Stale = urls, kvbench.Query, true
+	cfg.Region, cfg.Query = "events", "SELECT * FROM /{region} o WHERE o.customerId = $2 OR o.customerId > $1 OR o.n = $2"
+	c := testClient(t, &cfg)
+	if q := c.t.query; q.params != 2 || q.text != "SELECT * FROM /events o WHERE o.customerId = $2 OR o.customerId > $1 OR o.n = $2" {
+		t.Fatalf("plan: %d params, text %q", q.params, q.text)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	if err := c.Query(context.Background(), rng); err != nil {
+		t.Fatal(err)
+	}
+	got := f.alternate(t)
+	u, err := url.Parse(got[0][len("GET "):])
+	if err != nil || u.Path != "/kv/v1/queries/adhoc" || u.Query().Get("consistency") != "stale" ||
+		!regexp.MustCompile(`^SELECT \* FROM /events o WHERE o.customerId = (\d+) OR o.customerId > \d+ OR o.n = (\d+)$`).MatchString(u.Query().Get("q")) {
+		t.Errorf("ad hoc: %q", got)
+	}
+
+	cfg.NamedQuery, cfg.QueryID = true, "byCustomer"
+	tg, err := Dial(&cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if _, err := tg.Prepare(context.Background(), t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Client(0).(*kvClient).Query(context.Background(), rng); err != nil {
+		t.Fatal(err)
+	}
+	got = f.alternate(t)
+	if len(got) != 3 || got[0] != "GET /kv/v1" ||
+		!strings.HasPrefix(got[1], "POST /kv/v1/queries?") || got[2] != "POST /kv/v1/queries/byCustomer?consistency=stale" ||
+		!regexp.MustCompile(`^\[\{"@type":"int","@value":"?\d+"?\},\{"@type":"int","@value":"?\d+"?\}\]$`).MatchString(f.body) {
+		t.Errorf("named: %q, body %s", got, f.body)
 	}
 }
 

@@ -3,10 +3,11 @@
 // 31): each operation is one call of the client (Region.Put; Region.Get,
 // with client.Stale() for --consistency stale; Region.Create for
 // put-if-absent; Region.PutAll for a multi-key put; Region.Get then
-// Region.CompareAndSet for a CAS), and the setup of a run is the client's
-// too (the region created or looked up, the routing document), each step
-// retried while the cluster elects a leader. The query workload still
-// sends its requests over HTTP (query.go) until the client has queries.
+// Region.CompareAndSet for a CAS; Client.QueryWith or Queries.RunWith for
+// a query, with client.Stale() too), and the setup of a run is the
+// client's too (the region created or looked up, the routing document, the
+// named query stored), each step retried while the cluster elects a
+// leader.
 //
 // Where a request goes is the client's business: with --route
 // round-robin (the default) the members in turn (client.Config's

@@ -1,177 +1,78 @@
 package kvrest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/kvnode/kvnode/bench/kvbench"
+	"github.com/kvnode/kvnode/client"
 )
-
-// The query workload's requests, sent over HTTP until package client has
-// queries (GET /kv/v1/queries/adhoc?q=, POST /kv/v1/queries/{id} with the
-// bind values).
 
 // placeholder matches the bind placeholders of an OQL text, $1, $2...
 var placeholder = regexp.MustCompile(`\$([0-9]+)`)
 
-// queryPlan is the query workload's OQL text, cut at its placeholders so
-// that each request fills them cheaply, and the HTTP client it goes by.
+// queryPlan is the query workload's OQL text ({region} replaced) and how
+// it runs: Client.QueryWith (GET /kv/v1/queries/adhoc, the client writing
+// the bind values into the text), or Queries.RunWith of the named query
+// (POST /kv/v1/queries/{id} with the bind values), linearizable or stale.
 type queryPlan struct {
-	text   string   // with {region} replaced
-	parts  []string // text between placeholders: len(slots)+1 of them
-	slots  []int    // the placeholder number (1-based) of each gap
-	params int      // the highest placeholder number
+	text   string
+	params int // the highest placeholder number: binds per run
 	named  bool
 	id     string
-	stale  bool
-
-	hc        *http.Client
-	endpoints []string
-	auth      string
-	next      uint64
+	opts   []client.Option
 }
 
-// newQueryPlan prepares cfg's query for clients clients.
-func newQueryPlan(cfg *kvbench.Config, clients int) (*queryPlan, error) {
-	tr, err := kvbench.ClientTransport(cfg, clients)
-	if err != nil {
-		return nil, err
+// newQueryPlan prepares cfg's query.
+func newQueryPlan(cfg *kvbench.Config) *queryPlan {
+	q := &queryPlan{text: strings.ReplaceAll(cfg.Query, "{region}", cfg.Region), named: cfg.NamedQuery, id: cfg.QueryID}
+	if cfg.Stale {
+		q.opts = []client.Option{client.Stale()}
 	}
-	q := &queryPlan{text: strings.ReplaceAll(cfg.Query, "{region}", cfg.Region), named: cfg.NamedQuery, id: cfg.QueryID, stale: cfg.Stale,
-		hc: &http.Client{Transport: tr, Timeout: cfg.Timeout}, endpoints: cfg.Endpoints, auth: cfg.Authorization()}
-	last := 0
-	for _, m := range placeholder.FindAllStringSubmatchIndex(q.text, -1) {
-		n, err := strconv.Atoi(q.text[m[2]:m[3]])
-		if err != nil || n < 1 {
-			continue // $0 or a number too large: left as text
+	for _, m := range placeholder.FindAllStringSubmatch(q.text, -1) {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			q.params = max(q.params, n)
 		}
-		q.parts = append(q.parts, q.text[last:m[0]])
-		q.slots = append(q.slots, n)
-		q.params = max(q.params, n)
-		last = m[1]
 	}
-	q.parts = append(q.parts, q.text[last:])
-	return q, nil
+	return q
 }
 
-func (q *queryPlan) close() { q.hc.CloseIdleConnections() }
-
-// binds draws the values of $1..$params: customer ids.
-func (q *queryPlan) binds(rng *rand.Rand) []int {
-	b := make([]int, q.params)
+// binds draws the values of $1..$params: customer ids, bound as the API's
+// int.
+func (q *queryPlan) binds(rng *rand.Rand) []any {
+	b := make([]any, q.params)
 	for i := range b {
-		b[i] = rng.IntN(kvbench.Customers)
+		b[i] = int32(rng.IntN(kvbench.Customers))
 	}
 	return b
 }
 
 // run runs the query once with binds drawn from rng.
-func (q *queryPlan) run(ctx context.Context, rng *rand.Rand) error {
-	method, path, body := q.request(q.binds(rng))
-	status, _, err := q.send(ctx, method, path, body)
-	if err != nil {
-		return kvbench.TransportError(err)
-	}
-	if status != 200 {
-		return kvbench.StatusError(status, "")
-	}
-	return nil
-}
-
-// request is one run of the query with the bind values b: GET
-// /kv/v1/queries/adhoc?q={text} with the values written into the text, or
-// POST /kv/v1/queries/{id} with [{"@type":"int","@value":n},...].
-func (q *queryPlan) request(b []int) (method, path string, body []byte) {
-	consistency := ""
-	if q.stale {
-		consistency = "consistency=stale"
-	}
+func (q *queryPlan) run(ctx context.Context, c *client.Client, rng *rand.Rand) error {
+	var err error
 	if q.named {
-		body = []byte{'['}
-		for i, v := range b {
-			if i > 0 {
-				body = append(body, ',')
-			}
-			body = append(body, `{"@type":"int","@value":`...)
-			body = strconv.AppendInt(body, int64(v), 10)
-			body = append(body, '}')
-		}
-		body = append(body, ']')
-		path = "/kv/v1/queries/" + url.PathEscape(q.id)
-		if consistency != "" {
-			path += "?" + consistency
-		}
-		return "POST", path, body
+		_, err = c.Queries().RunWith(ctx, q.id, q.binds(rng), q.opts...)
+	} else {
+		_, err = c.QueryWith(ctx, q.text, q.binds(rng), q.opts...)
 	}
-	var text strings.Builder
-	for i, p := range q.parts {
-		text.WriteString(p)
-		if i < len(q.slots) {
-			text.WriteString(strconv.Itoa(b[q.slots[i]-1]))
-		}
-	}
-	path = "/kv/v1/queries/adhoc?q=" + url.QueryEscape(text.String())
-	if consistency != "" {
-		path += "&" + consistency
-	}
-	return "GET", path, nil
+	return opError(err)
 }
 
-// send sends one request to the next endpoint and reads the answer whole.
-func (q *queryPlan) send(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	base := q.endpoints[q.next%uint64(len(q.endpoints))]
-	q.next++
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if q.auth != "" {
-		req.Header.Set("Authorization", q.auth)
-	}
-	resp, err := q.hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	return resp.StatusCode, data, err
-}
-
-// storeQuery stores the named query under its id (POST
-// /kv/v1/queries?id=&q=), replacing the text of a query of the same id
-// (PUT /kv/v1/queries/{id}?q=).
+// storeQuery stores the named query under its id, replacing the text of a
+// query of the same id.
 func (t *target) storeQuery(ctx context.Context) error {
 	q := t.query
-	status, body, err := q.send(ctx, "POST", "/kv/v1/queries?id="+url.QueryEscape(q.id)+"&q="+url.QueryEscape(q.text), nil)
-	if err == nil && status == 409 {
-		status, body, err = q.send(ctx, "PUT", "/kv/v1/queries/"+url.PathEscape(q.id)+"?q="+url.QueryEscape(q.text), nil)
+	err := t.retry(ctx, "store query", func(ctx context.Context) error { return t.c.Queries().Create(ctx, q.id, q.text) })
+	if errors.Is(err, client.ErrConflict) {
+		err = t.retry(ctx, "update query", func(ctx context.Context) error { return t.c.Queries().Update(ctx, q.id, q.text) })
 	}
 	if err != nil {
 		return fmt.Errorf("store query %s: %w", q.id, err)
-	}
-	if status != 200 && status != 201 {
-		var doc struct {
-			Cause string `json:"cause"`
-		}
-		_ = json.Unmarshal(body, &doc)
-		return fmt.Errorf("store query %s: %d %s", q.id, status, doc.Cause)
 	}
 	return nil
 }

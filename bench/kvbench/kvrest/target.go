@@ -28,9 +28,7 @@ func Dial(cfg *kvbench.Config, clients int) (kvbench.Target, error) {
 		t.read = []client.Option{client.Stale()}
 	}
 	if cfg.Workload == kvbench.Query {
-		if t.query, err = newQueryPlan(cfg, clients); err != nil {
-			return nil, err
-		}
+		t.query = newQueryPlan(cfg)
 	}
 	return t, nil
 }
@@ -109,12 +107,7 @@ func (t *target) TakeRouted() int64 {
 	return d
 }
 
-func (t *target) Close() error {
-	if t.query != nil {
-		t.query.close()
-	}
-	return t.c.Close()
-}
+func (t *target) Close() error { return t.c.Close() }
 
 // kvClient is one of kvbench's clients: each operation is one call of the
 // client, bounded by --timeout.
@@ -184,5 +177,5 @@ func (k *kvClient) CAS(ctx context.Context, key string, old, next []byte) error 
 func (k *kvClient) Query(ctx context.Context, rng *rand.Rand) error {
 	ctx, cancel := k.bound(ctx)
 	defer cancel()
-	return k.t.query.run(ctx, rng)
+	return k.t.query.run(ctx, k.t.c, rng)
 }

@@ -124,13 +124,13 @@ bench_bins "$WORK"
 META_CORES=$(nproc) META_MODEL=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) \
 META_MEM=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo) META_KERNEL=$(uname -r) \
 META_COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo +changes)" \
-META_GO=$(go version | awk '{print $3}') META_BEFORE=$BEFORE META_MEMBERS=$MEMBERS META_ROUNDS=$ROUNDS \
+META_GO=$(go version | awk '{print $3}') META_LOAD=$(cut -d' ' -f1-3 /proc/loadavg) META_BEFORE=$BEFORE META_MEMBERS=$MEMBERS META_ROUNDS=$ROUNDS \
 META_DUR=$DUR META_WARMUP=$WARMUP META_KEYS=$KEYS META_VALUE=$VALUE_SIZE python3 - "$OUT" <<'PY'
 import datetime, json, os, sys
 e = os.environ
 meta = {"machine": {"cores": int(e["META_CORES"]), "model": e["META_MODEL"], "memory_gib": int(e["META_MEM"]), "kernel": e["META_KERNEL"]},
         "commit": e["META_COMMIT"], "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "go": e["META_GO"], "before": e["META_BEFORE"], "members": [int(n) for n in e["META_MEMBERS"].split()],
+        "go": e["META_GO"], "loadavg": e["META_LOAD"], "before": e["META_BEFORE"], "members": [int(n) for n in e["META_MEMBERS"].split()],
         "rounds": int(e["META_ROUNDS"]), "duration": e["META_DUR"], "warmup": e["META_WARMUP"],
         "keys": int(e["META_KEYS"]), "value_size": int(e["META_VALUE"])}
 with open(sys.argv[1], "w") as f:

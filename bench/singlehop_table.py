@@ -94,7 +94,8 @@ def main():
     members = meta.get("members", sorted({k[0] for k in points}))
     print(f"single hop against none, commit {meta.get('commit', '?')}, {meta.get('date', '?')}")
     print(f"machine: {m.get('cores', '?')} cores, {m.get('model', '?')}, {m.get('memory_gib', '?')} GiB, "
-          f"Linux {m.get('kernel', '?')}; {meta.get('go', '?')}")
+          f"Linux {m.get('kernel', '?')}; {meta.get('go', '?')}" +
+          (f"; load average {meta['loadavg']} at the start" if meta.get("loadavg") else ""))
     print(f"members and kvbench on 127.0.0.1, --partition-groups auto; each point {meta.get('warmup', '?')} "
           f"warm-up, then {meta.get('duration', '?')}; {meta.get('keys', '?'):,} keys, "
           f"{meta.get('value_size', '?')}-byte values; median of {meta.get('rounds', 1)} round(s)")

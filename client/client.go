@@ -51,6 +51,12 @@ type Config struct {
 	// member for reuse (default 64): set it to the number of requests a
 	// program sends at once.
 	MaxIdleConnsPerMember int
+	// DisableCompression asks for answers as they are: without it the
+	// client accepts gzip, which members use for answers of 1 KiB or more
+	// (listings, query results) and the client undoes. Set it where the
+	// network is fast and CPU dear (a load generator on the members'
+	// machine).
+	DisableCompression bool
 	// Transport, when set, carries every request instead of the client's
 	// own (TLS, DialTimeout and MaxIdleConnsPerMember are then its
 	// business); for tests and instrumentation.
@@ -224,6 +230,7 @@ func newTransport(cfg Config) *http.Transport {
 		MaxIdleConnsPerHost: cfg.MaxIdleConnsPerMember,
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   false, // the members speak HTTP/1.1
+		DisableCompression:  cfg.DisableCompression,
 	}
 }
 

@@ -127,3 +127,29 @@ func TestStatsForwarded(t *testing.T) {
 		t.Errorf("Stats = %+v; want 2 or 3 requests (the document, the put, the document again), 1 routed, 1 forwarded", s)
 	}
 }
+
+// TestDisableCompression: the client accepts gzip unless told not to.
+func TestDisableCompression(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Accept-Encoding"))
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"a":1}`)
+	}))
+	defer srv.Close()
+	for _, disable := range []bool{false, true} {
+		c, err := client.New(client.Config{Endpoints: []string{srv.URL}, DisableSingleHop: true, DisableCompression: disable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Region("r").Get(ctx(t), "k"); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close()
+	}
+	if len(got) != 2 || got[0] != "gzip" || got[1] != "" {
+		t.Errorf("Accept-Encoding sent: %q, want gzip, then none", got)
+	}
+}

@@ -80,6 +80,12 @@ def rows(members):
                 yield n, kind, title, region, workload
 
 
+def spread(ratios):
+    """Ratios summed up: their geometric mean, median and range."""
+    return (f"geometric mean {statistics.geometric_mean(ratios):.2f}×, median {statistics.median(ratios):.2f}×, "
+            f"{min(ratios):.2f}-{max(ratios):.2f}×")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -100,6 +106,7 @@ def main():
           f"warm-up, then {meta.get('duration', '?')}; {meta.get('keys', '?'):,} keys, "
           f"{meta.get('value_size', '?')}-byte values; median of {meta.get('rounds', 1)} round(s)")
     print()
+    gains = []
     print("| members | region | workload | single hop | routed | without | ops/s: with / without | p50: without / with |")
     print("|---|---|---|---|---|---|---|---|")
     for n, kind, title, region, workload in rows(members):
@@ -109,12 +116,18 @@ def main():
             continue
         routed = f"{on['routed']:.0%}" if on else "–"
         print(f"| {n} | {kind} | {title} | {cell(on)} | {routed} | {cell(off)} | {ratio(on, off)} | {ratio(off, on, lambda r: r['latency_ms']['p50'])} |")
+        if on and off:
+            gains.append(on["ops_per_sec"] / off["ops_per_sec"])
+    if gains:
+        print()
+        print(f"single hop / without, ops/s over the {len(gains)} rows: {spread(gains)}")
     if not any(k[4] == "before" for k in points):
         return
     print()
     print(f"kvbench at {meta.get('commit', '?')} (package client) against the kvbench of BEFORE "
           f"({meta.get('before', '?')}), the same points in turn")
     print()
+    ops, cpus = {}, []
     print("| members | region | workload | route | this kvbench | before | ops/s: this / before | kvbench CPU µs/op: this / before |")
     print("|---|---|---|---|---|---|---|---|")
     for n, kind, title, region, workload in rows(members):
@@ -126,6 +139,15 @@ def main():
                 if now["cpu_us"] and before["cpu_us"]:
                     us = f"{now['cpu_us']:.0f} / {before['cpu_us']:.0f}"
                 print(f"| {n} | {kind} | {title} | {route} | {cell(now)} | {cell(before)} | {ratio(now, before)} | {us} |")
+                ops.setdefault(route, []).append(now["ops_per_sec"] / before["ops_per_sec"])
+                if now["cpu_us"] and before["cpu_us"]:
+                    cpus.append(now["cpu_us"] / before["cpu_us"])
+    print()
+    for route, rs in ops.items():
+        print(f"this / before, ops/s, {route} ({len(rs)} rows): {spread(rs)}")
+    if cpus:
+        print(f"this / before, kvbench CPU per operation ({len(cpus)} rows): {spread(cpus)}, "
+              f"{sum(1 for c in cpus if abs(c - 1) <= 0.1)} within 10%")
 
 
 if __name__ == "__main__":

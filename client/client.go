@@ -37,7 +37,11 @@ type Config struct {
 	DialTimeout time.Duration
 	// RetryFor bounds how long a request that may be sent again keeps
 	// being retried while no member can serve it (default 15 s); the
-	// context's deadline, when sooner, wins.
+	// context's deadline, when sooner, wins. A negative RetryFor sends
+	// each request once, for a program with a retry policy of its own (a
+	// load generator counting every refusal): a 503 or a broken answer is
+	// returned at once; a refused connection still moves on to the next
+	// member, which cannot have applied anything.
 	RetryFor time.Duration
 	// SkipFor is how long a member that could not be reached is skipped
 	// before it is tried again (default 5 s).
@@ -49,6 +53,12 @@ type Config struct {
 	// member for reuse (default 64): set it to the number of requests a
 	// program sends at once.
 	MaxIdleConnsPerMember int
+	// DisableCompression asks for answers as they are: without it the
+	// client accepts gzip, which members use for answers of 1 KiB or more
+	// (listings, query results) and the client undoes. Set it where the
+	// network is fast and CPU dear (a load generator on the members'
+	// machine).
+	DisableCompression bool
 	// Transport, when set, carries every request instead of the client's
 	// own (TLS, DialTimeout and MaxIdleConnsPerMember are then its
 	// business; a failed dial must be a *net.OpError "dial", as
@@ -71,6 +81,29 @@ type Client struct {
 	next    atomic.Uint64 // where the next request's turn starts
 
 	route *route.Router // nil with DisableSingleHop
+
+	// The counts of Stats.
+	requests, routed, forwarded atomic.Int64
+}
+
+// Stats counts what a client sent since it was made: how much of its
+// traffic single hop takes straight to a leader. Take two and subtract
+// for an interval.
+type Stats struct {
+	// Requests counts every request sent to a member, each try of one.
+	Requests int64
+	// Routed counts the requests sent to their key's group leader as the
+	// routing document named it (single hop); 0 with DisableSingleHop.
+	Routed int64
+	// Forwarded counts the routed requests answered by a member that had
+	// to ask another one all the same (Kvnode-Hops above 0: the document
+	// was out of date, and is read again).
+	Forwarded int64
+}
+
+// Stats returns the counts so far.
+func (c *Client) Stats() Stats {
+	return Stats{Requests: c.requests.Load(), Routed: c.routed.Load(), Forwarded: c.forwarded.Load()}
 }
 
 // member is one member's base URL and when it may be tried again.
@@ -96,7 +129,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = defaultDialTimeout
 	}
-	if cfg.RetryFor <= 0 {
+	if cfg.RetryFor == 0 {
 		cfg.RetryFor = defaultRetryFor
 	}
 	if cfg.SkipFor <= 0 {
@@ -200,6 +233,7 @@ func newTransport(cfg Config) *http.Transport {
 		MaxIdleConnsPerHost: cfg.MaxIdleConnsPerMember,
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   false, // the members speak HTTP/1.1
+		DisableCompression:  cfg.DisableCompression,
 	}
 }
 

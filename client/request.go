@@ -61,8 +61,16 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 	var refused []error
 	for attempt := 0; ; attempt++ {
 		m := c.pick(target, attempt)
+		c.requests.Add(1)
+		routed := target != "" && m.base == target
+		if routed {
+			c.routed.Add(1)
+		}
 		resp, err := c.send(ctx, m, r, version)
 		if err == nil {
+			if routed && forwarded(resp.header) {
+				c.forwarded.Add(1)
+			}
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -127,6 +135,13 @@ func ended(r *request, err error) error {
 		return ae
 	}
 	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+}
+
+// forwarded reports whether an answer says that its member had to ask
+// another one (Kvnode-Hops above 0).
+func forwarded(h http.Header) bool {
+	hops := h.Get(headerHops)
+	return hops != "" && hops != "0"
 }
 
 // notApplied reports whether a 503 certified that nothing was written.
@@ -212,7 +227,7 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 		}
 		return nil, fmt.Errorf("%s %s on %s: %w", r.method, r.path, m.base, err)
 	}
-	if version > 0 && resp.Header.Get(headerHops) != "" && resp.Header.Get(headerHops) != "0" {
+	if version > 0 && forwarded(resp.Header) {
 		c.route.Stale()
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299

@@ -138,8 +138,8 @@ func TestImportRules(t *testing.T) {
 		// Tables and cells for people: nothing of kvnode.
 		"cli/render": {module},
 		// The load tool is a client of the API like any other, as cli is:
-		// REST only, no package of the server (it re-states the bucket hash
-		// rather than import partition).
+		// REST only, no package of the server (its kvnode target goes
+		// through package client, which hashes keys as the members do).
 		// The engine knows its targets only by kvbench.Target: it imports
 		// none of them, nor the command line.
 		"bench/kvbench": append([]string{module + "/region", module + "/partition", module + "/internal", module + "/cli", module + "/chaos",

@@ -55,10 +55,11 @@ def cell(r):
     return s
 
 
-def ratio(a, b):
-    if a is None or b is None or not b["ops_per_sec"]:
+def ratio(a, b, of=lambda r: r["ops_per_sec"]):
+    """a's throughput over b's (or another figure of theirs)."""
+    if a is None or b is None or not of(b):
         return "–"
-    return f"{a['ops_per_sec'] / b['ops_per_sec']:.2f}×"
+    return f"{of(a) / of(b):.2f}×"
 
 
 def main():

@@ -9,19 +9,16 @@ import (
 // for a program that must show or keep the API's answer as it came (a
 // command line's JSON output, an audit log) or read what no method
 // returns (a header; a management answer's statusMessage): WithAnswer.
+// Body is nil for a streamed call (Keys, Values, Watch, a backup), whose
+// iterator or reader reads it; Member is the base URL that answered.
 type Answer struct {
-	// Status and Header are the 2xx answer's.
 	Status int
 	Header http.Header
-	// Body is the answer's body as it came; nil for a streamed call (Keys,
-	// Values, Watch, a backup), whose iterator or reader reads it.
-	Body []byte
-	// Member is the base URL of the member that answered.
+	Body   []byte
 	Member string
 }
 
-// answerKey is the context key of WithAnswer.
-type answerKey struct{}
+type answerKey struct{} // WithAnswer's context key
 
 // WithAnswer returns a copy of ctx under which a call that succeeds
 // records its answer in a (as httptrace hands a trace to a request): e.g.

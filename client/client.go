@@ -1,12 +1,10 @@
 package client
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client/internal/route"
+	"github.com/kvnode/kvnode/client/internal/transport"
 )
 
 // Config says where the cluster is and how to reach it. Only Endpoints is
@@ -37,7 +36,11 @@ type Config struct {
 	DialTimeout time.Duration
 	// RetryFor bounds how long a request that may be sent again keeps
 	// being retried while no member can serve it (default 15 s); the
-	// context's deadline, when sooner, wins.
+	// context's deadline, when sooner, wins. A negative RetryFor sends
+	// each request once, for a program with a retry policy of its own (a
+	// load generator counting every refusal): a 503 or a broken answer is
+	// returned at once; a refused connection still moves on to the next
+	// member, which cannot have applied anything.
 	RetryFor time.Duration
 	// SkipFor is how long a member that could not be reached is skipped
 	// before it is tried again (default 5 s).
@@ -49,6 +52,12 @@ type Config struct {
 	// member for reuse (default 64): set it to the number of requests a
 	// program sends at once.
 	MaxIdleConnsPerMember int
+	// DisableCompression asks for answers as they are: without it the
+	// client accepts gzip, which members use for answers of 1 KiB or more
+	// (listings, query results) and the client undoes. Set it where the
+	// network is fast and CPU dear (a load generator on the members'
+	// machine).
+	DisableCompression bool
 	// Transport, when set, carries every request instead of the client's
 	// own (TLS, DialTimeout and MaxIdleConnsPerMember are then its
 	// business; a failed dial must be a *net.OpError "dial", as
@@ -71,6 +80,29 @@ type Client struct {
 	next    atomic.Uint64 // where the next request's turn starts
 
 	route *route.Router // nil with DisableSingleHop
+
+	// The counts of Stats.
+	requests, routed, forwarded atomic.Int64
+}
+
+// Stats counts what a client sent since it was made: how much of its
+// traffic single hop takes straight to a leader. Take two and subtract
+// for an interval.
+type Stats struct {
+	// Requests counts every request sent to a member, each try of one.
+	Requests int64
+	// Routed counts the requests sent to their key's group leader as the
+	// routing document named it (single hop); 0 with DisableSingleHop.
+	Routed int64
+	// Forwarded counts the routed requests answered by a member that had
+	// to ask another one all the same (Kvnode-Hops above 0: the document
+	// was out of date, and is read again).
+	Forwarded int64
+}
+
+// Stats returns the counts so far.
+func (c *Client) Stats() Stats {
+	return Stats{Requests: c.requests.Load(), Routed: c.routed.Load(), Forwarded: c.forwarded.Load()}
 }
 
 // member is one member's base URL and when it may be tried again.
@@ -96,7 +128,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = defaultDialTimeout
 	}
-	if cfg.RetryFor <= 0 {
+	if cfg.RetryFor == 0 {
 		cfg.RetryFor = defaultRetryFor
 	}
 	if cfg.SkipFor <= 0 {
@@ -118,7 +150,8 @@ func New(cfg Config) (*Client, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		rt = newTransport(cfg)
+		rt = transport.New(transport.Options{DialTimeout: cfg.DialTimeout, TLS: cfg.TLS,
+			MaxIdleConnsPerHost: cfg.MaxIdleConnsPerMember, DisableCompression: cfg.DisableCompression})
 	}
 	c.hc = &http.Client{
 		Transport: rt,
@@ -174,45 +207,4 @@ func (c *Client) snapshot() []*member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.members
-}
-
-// newTransport is the HTTP transport of a client of cfg: connections that
-// fail before anything is sent (refused, timed out, a refused TLS
-// handshake) are marked so that the request can go to another member.
-func newTransport(cfg Config) *http.Transport {
-	dialer := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
-	tlsConfig := cfg.TLS
-	if tlsConfig == nil {
-		tlsConfig = &tls.Config{}
-	}
-	tlsDialer := &tls.Dialer{NetDialer: dialer, Config: tlsConfig}
-	return &http.Transport{
-		// No proxy from the environment: members are addressed as given.
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dialer.DialContext(ctx, network, addr)
-			return conn, notSent(err)
-		},
-		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := tlsDialer.DialContext(ctx, network, addr)
-			return conn, notSent(err)
-		},
-		MaxIdleConns:        0, // no bound across members
-		MaxIdleConnsPerHost: cfg.MaxIdleConnsPerMember,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   false, // the members speak HTTP/1.1
-	}
-}
-
-// notSentError is a failure before the request left: it may go to
-// another member whatever it is.
-type notSentError struct{ err error }
-
-func (e *notSentError) Error() string { return e.err.Error() }
-func (e *notSentError) Unwrap() error { return e.err }
-
-func notSent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &notSentError{err}
 }

@@ -276,9 +276,12 @@ func (r *Region) putMany(ctx context.Context, keys []string, values []json.RawMe
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(values)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	// One key's body is its value, not a list of one.
+	body := []byte(values[0])
+	if len(keys) > 1 {
+		if body, err = json.Marshal(values); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+		}
 	}
 	q := o.query()
 	if op != "" {

@@ -241,6 +241,7 @@ func TestSingleHop(t *testing.T) {
 		}
 	}
 	tc.seen.take()
+	before := c.Stats()
 	for _, name := range []string{"hreplicate", "hpartition"} {
 		r := c.Region(name)
 		for i := range 40 {
@@ -263,6 +264,10 @@ func TestSingleHop(t *testing.T) {
 			t.Errorf("%s %s: Kvnode-Hops %q, want 0 (the leader served it)", ex.method, ex.url, h)
 		}
 		leaders[ex.url[:strings.Index(ex.url, "/kv/")]] = true
+	}
+	// Stats counts them: 160 requests, every one routed, none forwarded.
+	if s := c.Stats(); s.Requests-before.Requests != 160 || s.Routed-before.Routed != 160 || s.Forwarded != before.Forwarded {
+		t.Errorf("Stats went from %+v to %+v; want 160 more requests, all routed, none forwarded", before, s)
 	}
 	if len(leaders) < 2 {
 		t.Errorf("every routed request went to %v: the partition groups' leaders are not used", leaders)

@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/kvnode/kvnode/client/internal/transport"
 	"github.com/kvnode/kvnode/client/internal/wire"
 )
 
@@ -22,10 +21,8 @@ var (
 	// (compare-and-set), or the thing to create exists (409). The *Error's
 	// Current holds the value found, when the answer carried one.
 	ErrConflict = errors.New("conflict")
-	// ErrUnauthorized: no credentials, or wrong ones (401); too many
-	// wrong ones lately (429: the member refuses the user's logins for a
-	// while); a member that refused the TLS handshake over the client's
-	// certificate (none, or one its client CA did not sign).
+	// ErrUnauthorized: no credentials, or wrong ones (401), too many lately
+	// (429), or a client certificate the member refused at the handshake.
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden: the user lacks the permission (403).
 	ErrForbidden = errors.New("forbidden")
@@ -115,13 +112,7 @@ func apiError(method, url string, status int, body []byte) *Error {
 type unreachableError struct{ attempts []error }
 
 func (e *unreachableError) Error() string {
-	var parts []string // each failure once, however many tries
-	for _, err := range e.attempts {
-		if s := err.Error(); !slices.Contains(parts, s) {
-			parts = append(parts, s)
-		}
-	}
-	return fmt.Sprintf("no member reachable (%d tries): %s", len(e.attempts), strings.Join(parts, "; "))
+	return fmt.Sprintf("no member reachable (%d tries): %s", len(e.attempts), transport.Distinct(e.attempts))
 }
 
 func (e *unreachableError) Is(target error) bool { return target == ErrUnavailable }
@@ -129,8 +120,8 @@ func (e *unreachableError) Is(target error) bool { return target == ErrUnavailab
 func (e *unreachableError) Unwrap() []error { return e.attempts }
 
 // certRefusedError is a member refusing the TLS handshake over the
-// client's certificate: seen when the answer is read (TLS 1.3), but the
-// request was not, and every member would refuse it: not sent again.
+// client's certificate (transport.CertRefused): the request was not read,
+// and every member would refuse it, so it is not sent again.
 type certRefusedError struct {
 	member string
 	err    error
@@ -141,13 +132,3 @@ func (e *certRefusedError) Error() string {
 }
 func (e *certRefusedError) Unwrap() error        { return e.err }
 func (e *certRefusedError) Is(target error) bool { return target == ErrUnauthorized }
-
-// certRefused is err as a *certRefusedError when it is the TLS alert of
-// the member at base about the client's certificate, else nil.
-func certRefused(base string, err error) error {
-	var op *net.OpError
-	if !errors.As(err, &op) || op.Op != "remote error" || !strings.Contains(op.Err.Error(), "certificate") {
-		return nil
-	}
-	return &certRefusedError{member: base, err: err}
-}

@@ -63,6 +63,12 @@ func apiCalls() map[string]func(ctx context.Context, c *client.Client) {
 		"Queries.Update": func(ctx context.Context, c *client.Client) { _ = c.Queries().Update(ctx, "q", "SELECT * FROM /o") },
 		"Queries.Delete": func(ctx context.Context, c *client.Client) { _ = c.Queries().Delete(ctx, "q") },
 		"Queries.Run":    func(ctx context.Context, c *client.Client) { _, _ = c.Queries().Run(ctx, "q", 1, "a") },
+		"Queries.RunWith": func(ctx context.Context, c *client.Client) {
+			_, _ = c.Queries().RunWith(ctx, "q", []any{1}, client.Stale())
+		},
+		"Client.QueryWith": func(ctx context.Context, c *client.Client) {
+			_, _ = c.QueryWith(ctx, "SELECT * FROM /orders o WHERE o.n = $1", []any{1}, client.Stale())
+		},
 		"Functions.List": func(ctx context.Context, c *client.Client) { _, _ = c.Functions().List(ctx) },
 		"Functions.Run": func(ctx context.Context, c *client.Client) {
 			_, _ = c.Functions().Run(ctx, "f", client.Target{Region: "orders", Filter: []string{"a", "b"}}, 1)
@@ -134,7 +140,7 @@ func apiCalls() map[string]func(ctx context.Context, c *client.Client) {
 }
 
 // notCalls are exported methods that send nothing.
-var notCalls = []string{"Client.Close", "Client.Region", "Region.Name",
+var notCalls = []string{"Client.Close", "Client.Region", "Client.Stats", "Region.Name",
 	"Client.Queries", "Client.Functions", "Client.Indexes", "Client.Cluster"}
 
 // TestClientMatchesOpenAPI: every request the client makes is a route of

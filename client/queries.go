@@ -75,11 +75,22 @@ func results(body []byte, what string) ([]json.RawMessage, error) {
 // the values a named query would bind. A query that does not parse or
 // fails is an *Error with status 500, as the API answers it.
 func (c *Client) Query(ctx context.Context, oql string, binds ...any) ([]json.RawMessage, error) {
+	return c.QueryWith(ctx, oql, binds)
+}
+
+// QueryWith is Query with options: Stale() runs it on the replicas of the
+// member that answers, possibly behind the latest writes, instead of
+// linearizably (other options do not apply to a query and are ignored).
+func (c *Client) QueryWith(ctx context.Context, oql string, binds []any, opts ...Option) ([]json.RawMessage, error) {
 	text, err := substitute(oql, binds)
 	if err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}
-	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/kv/v1/queries/adhoc", query: url.Values{"q": {text}}, idempotent: true})
+	q := url.Values{"q": {text}}
+	if collect(opts).stale {
+		q.Set("consistency", "stale")
+	}
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/kv/v1/queries/adhoc", query: q, idempotent: true})
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +168,15 @@ func (q *Queries) Delete(ctx context.Context, id string) error {
 // with status 500, as the API answers a query's failure. A run reads: it
 // is sent again while it may.
 func (q *Queries) Run(ctx context.Context, id string, binds ...any) ([]json.RawMessage, error) {
+	return q.RunWith(ctx, id, binds)
+}
+
+// RunWith is Run with options: Stale(), as for Client.QueryWith.
+func (q *Queries) RunWith(ctx context.Context, id string, binds []any, opts ...Option) ([]json.RawMessage, error) {
+	var params url.Values
+	if collect(opts).stale {
+		params = url.Values{"consistency": {"stale"}}
+	}
 	args := make([]json.RawMessage, len(binds))
 	for i, v := range binds {
 		var err error
@@ -165,7 +185,7 @@ func (q *Queries) Run(ctx context.Context, id string, binds ...any) ([]json.RawM
 		}
 	}
 	body, _ := json.Marshal(args) // raw JSON values: it cannot fail
-	resp, err := call(ctx, q.c, "query id", id, &request{method: http.MethodPost, path: q.path(id), body: body, idempotent: true})
+	resp, err := call(ctx, q.c, "query id", id, &request{method: http.MethodPost, path: q.path(id), query: params, body: body, idempotent: true})
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvnode/kvnode/client"
+	"github.com/kvnode/kvnode/internal/waitfor"
 )
 
 // TestQueries runs ad-hoc and named queries with bind values of every
@@ -43,9 +45,29 @@ func TestQueries(t *testing.T) {
 		}
 	}
 
+	// staleSent: a request since the last take asked for a stale read.
+	staleSent := func() bool {
+		for _, ex := range tc.seen.take() {
+			if strings.Contains(ex.url, "consistency=stale") {
+				return true
+			}
+		}
+		return false
+	}
+
 	t.Run("adhoc", func(t *testing.T) {
 		rows, err := c.Query(ctx(t), "SELECT o.id FROM /orders o WHERE o.customer = $1 AND o.total > $2 ORDER BY o.id", "O'Brien", 2.0)
 		ids(t, rows, err, "4,7")
+		// The same, stale: from the replica of the member asked, which the
+		// writes have reached once a linearizable read saw them... or soon.
+		tc.seen.take()
+		waitfor.Cond(t, 10*time.Second, "a stale query to see the rows", func() bool {
+			rows, err := c.QueryWith(ctx(t), "SELECT o.id FROM /orders o WHERE o.customer = $1 AND o.total > $2 ORDER BY o.id", []any{"O'Brien", 2.0}, client.Stale())
+			return err == nil && len(rows) == 2 && string(rows[0]) == "4" && string(rows[1]) == "7"
+		})
+		if !staleSent() {
+			t.Error("QueryWith(Stale()) did not send consistency=stale")
+		}
 		// A $ inside a string literal is text; an explicit type; an int.
 		rows, err = c.Query(ctx(t), "SELECT o.id FROM /orders o WHERE o.id >= $1 AND o.id < $2 AND o.customer <> '$1' ORDER BY o.id DESC", client.Typed{Type: "int", Value: "7"}, 9)
 		ids(t, rows, err, "8,7")
@@ -89,6 +111,14 @@ func TestQueries(t *testing.T) {
 		}
 		rows, err := q.Run(ctx(t), "byCustomer", "ann", 3)
 		ids(t, rows, err, "6,9")
+		tc.seen.take()
+		waitfor.Cond(t, 10*time.Second, "a stale run to see the rows", func() bool {
+			rows, err := q.RunWith(ctx(t), "byCustomer", []any{"ann", 3}, client.Stale())
+			return err == nil && len(rows) == 2 && string(rows[0]) == "6" && string(rows[1]) == "9"
+		})
+		if !staleSent() {
+			t.Error("RunWith(Stale()) did not send consistency=stale")
+		}
 		rows, err = q.Run(ctx(t), "byCustomer", "ann", client.Typed{Type: "java.lang.Short", Value: "6"})
 		ids(t, rows, err, "9")
 		if _, err := q.Run(ctx(t), "byCustomer", "ann"); !errors.As(err, &e) || e.Status != http.StatusInternalServerError {

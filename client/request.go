@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/kvnode/kvnode/client/internal/transport"
 )
 
 // request is one call of the API.
@@ -63,15 +64,23 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 	untrusted := 0 // refusals in a row over the member's certificate
 	for attempt := 0; ; attempt++ {
 		m := c.pick(target, attempt)
+		c.requests.Add(1)
+		routed := target != "" && m.base == target
+		if routed {
+			c.routed.Add(1)
+		}
 		resp, err := c.send(ctx, m, r, version)
 		if err == nil {
+			if routed && forwarded(resp.header) {
+				c.forwarded.Add(1)
+			}
 			record(ctx, resp)
 			return resp, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ended(r, err)
 		}
-		var ns *notSentError
+		var ns *transport.NotSentError
 		var ae *Error
 		var cr *certRefusedError
 		switch {
@@ -79,20 +88,16 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			return nil, cr
 		case errors.As(err, &ns):
 			m.skipUntil.Store(time.Now().Add(c.cfg.SkipFor).UnixNano())
-			refused = append(refused, fmt.Errorf("%s: %w", m.base, ns.err))
+			refused = append(refused, fmt.Errorf("%s: %w", m.base, ns.Err))
 			if target != "" {
 				c.route.Stale() // the leader we knew is gone
 				target = ""
 			}
-			var cve *tls.CertificateVerificationError
-			if errors.As(ns.err, &cve) {
-				untrusted++
-			} else {
+			if untrusted++; !transport.Untrusted(ns.Err) {
 				untrusted = 0
 			}
 			if n := len(c.snapshot()); len(refused)%n == 0 {
-				// A certificate that every member's failed to verify
-				// will not verify later: no waiting for it.
+				// A certificate no member's verified will not verify later: no wait.
 				if untrusted >= n || !pause(ctx, deadline, attempt/n) {
 					return nil, &unreachableError{attempts: refused}
 				}
@@ -131,7 +136,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 // ended is the error of r's last try when ctx ended: a write sent and
 // not answered in full, or answered an uncertified 503, is unknown.
 func ended(r *request, err error) error {
-	var ns *notSentError
+	var ns *transport.NotSentError
 	var ae *Error
 	switch {
 	case r.idempotent || errors.As(err, &ns):
@@ -141,6 +146,13 @@ func ended(r *request, err error) error {
 		return ae
 	}
 	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+}
+
+// forwarded reports whether an answer says that its member had to ask
+// another one (Kvnode-Hops above 0).
+func forwarded(h http.Header) bool {
+	hops := h.Get(headerHops)
+	return hops != "" && hops != "0"
 }
 
 // notApplied reports whether a 503 certified that nothing was written.
@@ -216,20 +228,20 @@ func (c *Client) send(ctx context.Context, m *member, r *request, version uint64
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if refusal := certRefused(m.base, err); refusal != nil {
-			return nil, refusal
+		if transport.CertRefused(err) {
+			return nil, &certRefusedError{member: m.base, err: err}
 		}
-		var ns *notSentError
+		var ns *transport.NotSentError
 		if errors.As(err, &ns) {
 			return nil, ns
 		}
 		var op *net.OpError // a Config.Transport's failed dial
 		if errors.As(err, &op) && op.Op == "dial" {
-			return nil, &notSentError{err}
+			return nil, &transport.NotSentError{Err: err}
 		}
 		return nil, fmt.Errorf("%s %s on %s: %w", r.method, r.path, m.base, err)
 	}
-	if version > 0 && resp.Header.Get(headerHops) != "" && resp.Header.Get(headerHops) != "0" {
+	if version > 0 && forwarded(resp.Header) {
 		c.route.Stale()
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299

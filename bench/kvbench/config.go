@@ -37,12 +37,13 @@ var Workloads = []Workload{Put, Get, PutIfAbsent, CAS, Mixed, MultiPut, Load, Qu
 type Route string
 
 const (
-	// RoundRobin sends successive requests of each client to the
-	// endpoints in turn.
+	// RoundRobin sends successive requests to the endpoints in turn
+	// (kvnode: package client with single hop off).
 	RoundRobin Route = "round-robin"
 	// Leader sends a key's request to the member that leads its group, as
-	// the management API reports it (refreshed every few seconds); keys
-	// whose leader is unknown, and queries, go round robin.
+	// the routing document says (kvnode: package client's single hop,
+	// which reads the document again when a member says it forwarded);
+	// keys whose leader is unknown, and queries, go round robin.
 	Leader Route = "leader"
 )
 

@@ -10,11 +10,11 @@
 // hidden by coordinated omission), warm-up and the concurrency sweep, the
 // progress line, HDR-histogram latencies, and the results as text and as
 // JSON. What a system does for one operation is a Target's (target.go):
-// kvnode's REST API is package kvrest (the requests, endpoints in turn or
-// each key's group leader, the region's setup), etcd's JSON gateway
+// kvnode's REST API is package kvrest (over kvnode's Go client: endpoints
+// in turn or each key's group leader, the region's setup), etcd's JSON gateway
 // package etcdjson, etcd's gRPC API bench/etcd36/etcdgrpc, a module of its
-// own; package command is the command line over any of them. The HTTP
-// client they share (TLS files, credentials, the loopback guard) is here.
+// own; package command is the command line over any of them. What the
+// HTTP targets share (TLS files, credentials, the loopback guard) is here.
 // Sub-package svgplot draws a sweep's throughput and p99; sub-package
 // watchbench runs the watch workload (SSE watchers while writes flow),
 // which needs watchers, not a load loop, and so is not run by Run.

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// What every HTTP target shares (kvnode's REST API, etcd's JSON gateway,
-// the watch workload): the transport, its TLS, the credentials.
+// What the HTTP targets share: the TLS files (kvnode's target too, which
+// otherwise reaches the cluster through package client), and for etcd's
+// JSON gateway and the watch workload the transport and the credentials.
 
 // ClientTransport is the HTTP transport of cfg's clients (its TLS files,
 // no proxy, no compression), keeping up to conns idle connections per

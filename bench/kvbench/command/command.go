@@ -107,7 +107,7 @@ func Run(ctx context.Context, args, env []string, stdout, stderr io.Writer, targ
 	)
 	fs.StringSliceVar(&cfg.Endpoints, "endpoints", cfg.Endpoints, "member base URLs, comma-separated or repeated")
 	fs.BoolVar(&cfg.AllowNonLoopback, "allow-nonloopback", false, "allow endpoints that are not loopback addresses")
-	fs.StringVar(&route, "route", string(cfg.Route), "round-robin: endpoints in turn; leader: each key to its group's leader (management API)")
+	fs.StringVar(&route, "route", string(cfg.Route), "round-robin: endpoints in turn; leader: each key to its group's leader (single hop, by the routing document)")
 	fs.StringVarP(&cfg.User, "user", "u", "", "user for HTTP Basic authentication (env KVNODE_USER)")
 	fs.StringVar(&cfg.Password, "password", "", "password (env KVNODE_PASSWORD); prefer --password-file")
 	fs.StringVar(&passwordFile, "password-file", "", "file whose first line is the password (env KVNODE_PASSWORD_FILE)")

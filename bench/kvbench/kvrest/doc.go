@@ -1,18 +1,24 @@
 // Package kvrest is kvnode's REST API as kvbench's target (--target
-// kvnode, the default): what each operation sends (requests.go: PUT
-// /kv/v1/{region}/{key} for a put, GET [?consistency=stale] for a get,
-// POST ?key= for put-if-absent, PUT k1,k2,... with an array body for a
-// multi-key put, GET then PUT ?op=CAS for a CAS, GET /queries/adhoc or POST
-// /queries/{id} for a query), which member it goes to (the endpoints in
-// turn, each client starting at its own, or with --route leader the member
-// leading the key's group, from the management API), and the setup of a
-// run (the region created or looked up, the named query stored), each step
-// retried while the cluster elects a leader.
+// kvnode, the default), through kvnode's Go client (package client, issue
+// 31): each operation is one call of the client (Region.Put; Region.Get,
+// with client.Stale() for --consistency stale; Region.Create for
+// put-if-absent; Region.PutAll for a multi-key put; Region.Get then
+// Region.CompareAndSet for a CAS; Client.QueryWith or Queries.RunWith for
+// a query, with client.Stale() too), and the setup of a run is the
+// client's too (the region created or looked up, the routing document, the
+// named query stored), each step retried while the cluster elects a
+// leader.
+//
+// Where a request goes is the client's business: with --route
+// round-robin (the default) the members in turn (client.Config's
+// DisableSingleHop), with --route leader its key's group leader as the
+// routing document names it (single hop). Each operation is sent once
+// (client.Config.RetryFor < 0): kvbench counts a 503 or a broken answer
+// rather than hide it in a retry's latency, and a write whose outcome the
+// client could not tell is counted as such (OutcomeUnknown). The routed
+// requests of a point are the client's Stats.
 //
 // It speaks REST only, as any client of the API does: it must not import
-// any package of the server, not even region's vocabulary or partition's
-// hash (route.go re-states fnv64a mod buckets from the API's contract), nor
-// node, nor internal (imports_test.go checks this). What it relies on is
-// shared/spec/rest-api.md, rest-details.md and the management API. Issue 31
-// moves it onto kvnode's Go client package.
+// any package of the server, not even region's vocabulary, nor node, nor
+// internal (imports_test.go checks this).
 package kvrest

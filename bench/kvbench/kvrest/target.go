@@ -2,42 +2,76 @@ package kvrest
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
 	"math/rand/v2"
-	"sync"
+	"time"
 
 	"github.com/kvnode/kvnode/bench/kvbench"
+	"github.com/kvnode/kvnode/client"
 )
 
 // Dial is kvnode's REST API as kvbench's target (kvbench.DefaultTarget),
-// for up to clients clients in flight over one HTTP client.
+// for up to clients clients in flight over one client.Client.
 func Dial(cfg *kvbench.Config, clients int) (kvbench.Target, error) {
-	tx, err := newTransport(cfg, clients)
+	tlsCfg, err := kvbench.TLSConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	t := &target{cfg: cfg, tx: tx, logf: func(string, ...any) {}}
+	c, err := client.New(clientConfig(cfg, clients, tlsCfg))
+	if err != nil {
+		return nil, err
+	}
+	t := &target{cfg: cfg, c: c, region: c.Region(cfg.Region), logf: func(string, ...any) {}}
+	if cfg.Stale {
+		t.read = []client.Option{client.Stale()}
+	}
 	if cfg.Workload == kvbench.Query {
 		t.query = newQueryPlan(cfg)
 	}
 	return t, nil
 }
 
-// target is a kvnode cluster: its members' REST ports, the region, and
-// under --route leader the map of who leads, kept fresh while the run
-// lasts.
+// clientConfig is the client of cfg's run: its endpoints, credentials and
+// TLS files,
+// single hop with --route leader only, one idle connection per client in
+// flight to each member (they all may be on one), answers uncompressed (the
+// members are on this machine: gzip would cost both ends CPU for nothing,
+// and kvbench's own transport never asked for it), and each operation sent
+// once: kvbench counts a refusal (a 503, a broken answer) rather than
+// hiding it in a retry's latency; a refused connection still moves on to
+// the next member, as it cannot have been applied.
+func clientConfig(cfg *kvbench.Config, clients int, tlsCfg *tls.Config) client.Config {
+	return client.Config{
+		Endpoints:             cfg.Endpoints,
+		Username:              cfg.User,
+		Password:              cfg.Password,
+		TLS:                   tlsCfg,
+		DialTimeout:           5 * time.Second,
+		RetryFor:              -1,
+		DisableSingleHop:      cfg.Route != kvbench.Leader,
+		MaxIdleConnsPerMember: max(clients, 2),
+		DisableCompression:    true,
+	}
+}
+
+// target is a kvnode cluster reached through package client: the region,
+// and the client's count of routed requests at the last TakeRouted.
 type target struct {
 	cfg        *kvbench.Config
-	tx         *transport
+	c          *client.Client
+	region     *client.Region
+	read       []client.Option // client.Stale() with --consistency stale
 	query      *queryPlan
 	regionType string
 	logf       func(format string, args ...any)
-	// stop ends the leader refresh and waits for it.
-	stop func()
+	routed     int64
 }
 
-// Prepare creates the region if asked and finds its type, learns who
-// leads under --route leader (and keeps learning until Close), and stores
-// the named query.
+// Prepare creates the region if asked and finds its type, reads the
+// routing document under --route leader (the client reads it again when
+// a member says it forwarded), and stores the named query.
 func (t *target) Prepare(ctx context.Context, logf func(format string, args ...any)) (kvbench.Prepared, error) {
 	cfg := t.cfg
 	t.logf = logf
@@ -54,14 +88,6 @@ func (t *target) Prepare(ctx context.Context, logf func(format string, args ...a
 		if err := t.findLeaders(ctx); err != nil {
 			return kvbench.Prepared{}, err
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t.refreshLeaders(ctx)
-		}()
-		t.stop = func() { cancel(); wg.Wait() }
 	}
 	if t.query != nil && cfg.NamedQuery {
 		if err := t.storeQuery(ctx); err != nil {
@@ -71,90 +97,88 @@ func (t *target) Prepare(ctx context.Context, logf func(format string, args ...a
 	return kvbench.Prepared{RegionType: t.regionType}, nil
 }
 
-// Client is client id: its requests go to the endpoints in turn, starting
-// at its own, or to their key's leader.
-func (t *target) Client(id int) kvbench.Client { return &client{t: t, id: id} }
+// Client is client id's way to the cluster: the one client.Client, which
+// sends each request to the members in turn, or to its key's leader.
+func (t *target) Client(id int) kvbench.Client { return &kvClient{t: t} }
 
-// TakeRouted counts the requests sent to their key's leader since the
-// last call.
-func (t *target) TakeRouted() int64 { return t.tx.routed.Swap(0) }
+// TakeRouted counts the requests the client sent to their key's leader
+// since the last call (client.Stats's Routed).
+func (t *target) TakeRouted() int64 {
+	r := t.c.Stats().Routed
+	d := r - t.routed
+	t.routed = r
+	return d
+}
 
-func (t *target) Close() error {
-	if t.stop != nil {
-		t.stop()
+func (t *target) Close() error { return t.c.Close() }
+
+// kvClient is one of kvbench's clients: each operation is one call of the
+// client, bounded by --timeout.
+type kvClient struct{ t *target }
+
+// bound is ctx bounded by --timeout.
+func (k *kvClient) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, k.t.cfg.Timeout)
+}
+
+// Put is Region.Put: PUT /kv/v1/{region}/{key}.
+func (k *kvClient) Put(ctx context.Context, key string, v []byte) error {
+	ctx, cancel := k.bound(ctx)
+	defer cancel()
+	return opError(k.t.region.Put(ctx, key, json.RawMessage(v)))
+}
+
+// Get is Region.Get, linearizable or (--consistency stale) client.Stale.
+func (k *kvClient) Get(ctx context.Context, key string) error {
+	ctx, cancel := k.bound(ctx)
+	defer cancel()
+	_, err := k.t.region.Get(ctx, key, k.t.read...)
+	return opError(err)
+}
+
+// Create is Region.Create of the key (put-if-absent: POST ?key=); a key
+// that exists is a 409.
+func (k *kvClient) Create(ctx context.Context, key string, v []byte) error {
+	ctx, cancel := k.bound(ctx)
+	defer cancel()
+	_, err := k.t.region.Create(ctx, key, json.RawMessage(v))
+	return opError(err)
+}
+
+// PutMany is Region.PutAll: one multi-key PUT, or a PUT of the key alone.
+func (k *kvClient) PutMany(ctx context.Context, keys []string, values [][]byte) error {
+	ctx, cancel := k.bound(ctx)
+	defer cancel()
+	entries := make([]client.Entry, len(keys))
+	for i, key := range keys {
+		entries[i] = client.Entry{Key: key, Value: json.RawMessage(values[i])}
 	}
-	t.tx.close()
-	return nil
+	return opError(k.t.region.PutAll(ctx, entries))
 }
 
-// client sends one client's requests (requests.go says which each
-// operation sends).
-type client struct {
-	t    *target
-	id   int
-	sent uint64 // requests sent: which endpoint is next
+// Read is a CAS's read: Region.Get, keeping the value.
+func (k *kvClient) Read(ctx context.Context, key string) ([]byte, error) {
+	ctx, cancel := k.bound(ctx)
+	defer cancel()
+	v, err := k.t.region.Get(ctx, key, k.t.read...)
+	return v, opError(err)
 }
 
-// exchange sends r and wants the status want: another answer is a
-// kvbench.StatusError, none a kvbench.TransportError.
-func (c *client) exchange(ctx context.Context, r request, want int) (answer, error) {
-	base := c.t.tx.endpoint(r, c.id, c.sent)
-	c.sent++
-	a, err := c.t.tx.send(ctx, base, r)
-	switch {
-	case err != nil:
-		return a, kvbench.TransportError(err)
-	case a.status != want:
-		return a, kvbench.StatusError(a.status, causeOf(a))
-	}
-	return a, nil
-}
-
-func (c *client) Put(ctx context.Context, key string, v []byte) error {
-	_, err := c.exchange(ctx, putRequest(c.t.cfg.Region, key, v), 200)
-	return err
-}
-
-func (c *client) Get(ctx context.Context, key string) error {
-	_, err := c.exchange(ctx, getRequest(c.t.cfg.Region, key, c.t.cfg.Stale), 200)
-	return err
-}
-
-func (c *client) Create(ctx context.Context, key string, v []byte) error {
-	_, err := c.exchange(ctx, createRequest(c.t.cfg.Region, key, v), 201)
-	return err
-}
-
-// PutMany sends one multi-key PUT, or a PUT of the key alone.
-func (c *client) PutMany(ctx context.Context, keys []string, values [][]byte) error {
-	r := putRequest(c.t.cfg.Region, keys[0], values[0])
-	if len(keys) > 1 {
-		r = multiPutRequest(c.t.cfg.Region, keys, values)
-	}
-	_, err := c.exchange(ctx, r, 200)
-	return err
-}
-
-// Read is a CAS's read: GET, linearizable or stale, keeping the value.
-func (c *client) Read(ctx context.Context, key string) ([]byte, error) {
-	r := getRequest(c.t.cfg.Region, key, c.t.cfg.Stale)
-	r.keep = true
-	a, err := c.exchange(ctx, r, 200)
-	return a.body, err
-}
-
-// CAS is PUT ?op=CAS; a 409 (the value was not old) is a conflict.
-func (c *client) CAS(ctx context.Context, key string, old, next []byte) error {
-	a, err := c.exchange(ctx, casRequest(c.t.cfg.Region, key, old, next), 200)
-	if err != nil && a.status == 409 {
+// CAS is Region.CompareAndSet; a 409 (the value was not old) is a
+// conflict.
+func (k *kvClient) CAS(ctx context.Context, key string, old, next []byte) error {
+	ctx, cancel := k.bound(ctx)
+	defer cancel()
+	err := k.t.region.CompareAndSet(ctx, key, json.RawMessage(old), json.RawMessage(next))
+	if errors.Is(err, client.ErrConflict) {
 		return kvbench.ErrConflict
 	}
-	return err
+	return opError(err)
 }
 
 // Query runs the query once, with customer ids drawn from rng as binds.
-func (c *client) Query(ctx context.Context, rng *rand.Rand) error {
-	q := c.t.query
-	_, err := c.exchange(ctx, q.request(q.binds(rng)), 200)
-	return err
+func (k *kvClient) Query(ctx context.Context, rng *rand.Rand) error {
+	ctx, cancel := k.bound(ctx)
+	defer cancel()
+	return k.t.query.run(ctx, k.t.c, rng)
 }

@@ -149,8 +149,7 @@ func TestRefusedConnectionMovesOn(t *testing.T) {
 // TestBrokenAnswerIsUnknown: a write whose connection breaks after it was
 // sent is not sent again: ErrOutcomeUnknown. A read is.
 func TestBrokenAnswerIsUnknown(t *testing.T) {
-	var hijack func(w http.ResponseWriter)
-	hijack = func(w http.ResponseWriter) {
+	hijack := func(w http.ResponseWriter) {
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {
 			conn.Close()

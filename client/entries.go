@@ -342,18 +342,7 @@ func (r *Region) Replace(ctx context.Context, key string, value any, opts ...Opt
 	if err != nil {
 		return err
 	}
-	path, err := r.keysPath([]string{key})
-	if err != nil {
-		return err
-	}
-	q := collect(opts).query()
-	if q == nil {
-		q = url.Values{}
-	}
-	q.Set("op", "REPLACE")
-	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: q, body: body,
-		region: r.name, key: key, toLeader: true})
-	return absent(err)
+	return absent(r.putMany(ctx, []string{key}, []json.RawMessage{body}, "REPLACE", false, collect(opts)))
 }
 
 // CompareAndSet stores newValue at key only if its value is now oldValue
@@ -365,18 +354,7 @@ func (r *Region) CompareAndSet(ctx context.Context, key string, oldValue, newVal
 	if err != nil {
 		return err
 	}
-	path, err := r.keysPath([]string{key})
-	if err != nil {
-		return err
-	}
-	q := collect(opts).query()
-	if q == nil {
-		q = url.Values{}
-	}
-	q.Set("op", "CAS")
-	_, err = r.c.do(ctx, &request{method: http.MethodPut, path: path, query: q, body: body,
-		region: r.name, key: key, toLeader: true})
-	return absent(err)
+	return absent(r.putMany(ctx, []string{key}, []json.RawMessage{body}, "CAS", false, collect(opts)))
 }
 
 // casBody is a compare-and-set's {"@old": oldValue, "@new": newValue}.

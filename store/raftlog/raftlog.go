@@ -120,6 +120,7 @@ type GroupLog struct {
 	mu          sync.RWMutex
 	first, last uint64
 	locs        map[uint64]loc
+	applied     Applied // the newest durable mark (applied.go)
 }
 
 var _ raft.LogStore = (*GroupLog)(nil)
@@ -139,7 +140,9 @@ func (g *GroupLog) LastIndex() (uint64, error) {
 }
 
 // GetLog reads the entry at index into out; raft.ErrLogNotFound when the
-// log does not hold it.
+// log does not hold it. Each call reads into a buffer of its own that out's
+// Data then aliases: nothing here writes to it again, so the caller (the
+// state machine, which may keep slices of a command's values) owns it.
 func (g *GroupLog) GetLog(index uint64, out *raft.Log) error {
 	for attempt := 0; ; attempt++ {
 		g.mu.RLock()
@@ -210,7 +213,18 @@ func (g *GroupLog) put(index uint64, l loc) {
 
 // deleteRange forgets entries min..max, with g.mu held.
 func (g *GroupLog) deleteRange(min, max uint64) {
-	if max < min || len(g.locs) == 0 {
+	if max < min {
+		return
+	}
+	if max >= g.last && min <= g.applied.Through {
+		// A suffix goes (or the whole log): entries written there later
+		// were not applied under the mark (applied.go).
+		g.applied.Through = min - 1
+		if min == 0 {
+			g.applied = Applied{}
+		}
+	}
+	if len(g.locs) == 0 {
 		return
 	}
 	drop := func(i uint64) {
@@ -290,6 +304,17 @@ func (s *Store) replayRecord(seg *segment, off int64, body []byte) error {
 		g.deleteRange(min, max)
 	case kindDrop:
 		g.deleteRange(0, ^uint64(0))
+		g.applied = Applied{}
+	case kindApplied:
+		from, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return errMalformed
+		}
+		through, m := binary.Uvarint(rest[n:])
+		if m <= 0 {
+			return errMalformed
+		}
+		g.applied = Applied{From: from, Through: through}
 	default:
 		return fmt.Errorf("unknown record kind %d", kind)
 	}

@@ -327,13 +327,30 @@ func Open(o Options) (*Group, error) {
 	glog := logger.With("group", gid)
 	rsnaps = loggedSnapshots{SnapshotStore: rsnaps, logger: glog}
 	rfsm = loggedRestore{BatchingFSM: rfsm.(raft.BatchingFSM), logger: glog, applied: f.AppliedIndex}
+	// The newest snapshot is restored here rather than by raft, and the
+	// log's committed tail replayed while raft elects (replay.go).
+	rep := newReplayer(rfsm.(raft.BatchingFSM), f, o.Logs)
+	snapIndex, restored, err := rep.restoreNewest(rsnaps)
+	if err != nil {
+		_ = trans.Close()
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft group %d: restore: %w", gid, err)
+	}
+	cfg.NoSnapshotRestoreOnStart = restored
+	first, last := uint64(1), uint64(0)
+	if restored {
+		first, last = rep.plan(snapIndex)
+	}
+	if first <= last {
+		rep.hold()
+	}
 	cached := newLogCache(rlogs, logCacheEntries, logCacheBytes)
 	stable := &stableStore{StableStore: logs}
 	var rt raft.Transport = trans
 	if rc.WrapTransport != nil {
 		rt = rc.WrapTransport(gid, trans)
 	}
-	r, err := raft.NewRaft(cfg, rfsm, cached, stable, rsnaps, rt)
+	r, err := raft.NewRaft(cfg, rep, cached, stable, rsnaps, rt)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
@@ -365,6 +382,13 @@ func Open(o Options) (*Group, error) {
 	g.wg.Add(2)
 	go g.watchLeader()
 	go g.watchHalt(halts)
+	if first <= last {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			rep.replay(o.Logs, first, last, g.stop, glog)
+		}()
+	}
 	return g, nil
 }
 

@@ -258,9 +258,11 @@ func DecodeCommand(b []byte) (Command, error) {
 
 // DecodeCommandNoCopy is DecodeCommand for a buffer the caller owns alone
 // and never changes afterwards: the values of the result (and a batch's
-// sub-commands) alias b instead of being copied. The state machine uses it
-// for a staged command it has just reassembled from its chunks, which
-// nothing else holds, so copying every value again would only cost time.
+// sub-commands) alias b instead of being copied, each capped at its own
+// end (an append to one never writes into the next). The state machine
+// uses it for every committed entry (fsm.FSM.ApplyBatch says why raft's
+// entries qualify) and for a staged command it has reassembled from its
+// chunks.
 func DecodeCommandNoCopy(b []byte) (Command, error) {
 	return decodeCommand(decoder{buf: b, alias: true})
 }

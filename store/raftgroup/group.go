@@ -180,7 +180,8 @@ type Group struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
-	events Observer // Options.Observe, nil when none
+	events Observer  // Options.Observe, nil when none
+	replay *replayer // the state machine raft was given (replay.go)
 }
 
 // Options says which group to open, where, and with what.
@@ -341,8 +342,13 @@ func Open(o Options) (*Group, error) {
 	if restored {
 		first, last = rep.plan(snapIndex)
 	}
+	stop := make(chan struct{})
 	if first <= last {
+		// Started before raft, so that the replay runs beside raft's own
+		// scan of the log for configurations (a read of every entry) and
+		// the election; raft's calls into the state machine wait for it.
 		rep.hold()
+		go rep.replay(o.Logs, first, last, stop, glog)
 	}
 	cached := newLogCache(rlogs, logCacheEntries, logCacheBytes)
 	stable := &stableStore{StableStore: logs}
@@ -352,6 +358,8 @@ func Open(o Options) (*Group, error) {
 	}
 	r, err := raft.NewRaft(cfg, rep, cached, stable, rsnaps, rt)
 	if err != nil {
+		close(stop)
+		rep.wait()
 		_ = trans.Close()
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: start: %w", gid, err)
@@ -367,7 +375,7 @@ func Open(o Options) (*Group, error) {
 		stable:  stable,
 		logger:  glog,
 		changed: make(chan struct{}),
-		stop:    make(chan struct{}),
+		stop:    stop,
 		obsCh:   make(chan raft.Observation, 16),
 		staging: make(chan struct{}, 1),
 		events:  o.Observe,
@@ -382,13 +390,7 @@ func Open(o Options) (*Group, error) {
 	g.wg.Add(2)
 	go g.watchLeader()
 	go g.watchHalt(halts)
-	if first <= last {
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			rep.replay(o.Logs, first, last, g.stop, glog)
-		}()
-	}
+	g.replay = rep
 	return g, nil
 }
 
@@ -482,6 +484,7 @@ func (g *Group) Close() error {
 	g.raft.DeregisterObserver(g.observer)
 	close(g.stop)
 	g.wg.Wait()
+	g.replay.wait()
 	err := g.raft.Shutdown().Error()
 	g.stable.close()
 	err = errors.Join(err, g.trans.Close(), g.logs.Close())

@@ -120,8 +120,12 @@ func (c *replayer) plan(index uint64) (first, last uint64) {
 	return index + 1, m.Through
 }
 
-// hold makes raft's calls wait until release; called before raft starts.
+// hold makes raft's calls wait until the replay ends; called before raft
+// starts, and before the replay.
 func (c *replayer) hold() { c.ready = make(chan struct{}) }
+
+// wait returns once no replay runs.
+func (c *replayer) wait() { <-c.ready }
 
 // replay applies entries first..last of logs, then lets raft's calls in.
 // It stops at the first entry the log does not hold, when the state

@@ -180,8 +180,7 @@ type Group struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
-	events Observer  // Options.Observe, nil when none
-	replay *replayer // the state machine raft was given (replay.go)
+	events Observer // Options.Observe, nil when none
 }
 
 // Options says which group to open, where, and with what.
@@ -329,26 +328,24 @@ func Open(o Options) (*Group, error) {
 	rsnaps = loggedSnapshots{SnapshotStore: rsnaps, logger: glog}
 	rfsm = loggedRestore{BatchingFSM: rfsm.(raft.BatchingFSM), logger: glog, applied: f.AppliedIndex}
 	// The newest snapshot is restored here rather than by raft, and the
-	// log's committed tail replayed while raft elects (replay.go).
+	// log's committed tail replayed before raft starts (replay.go).
 	rep := newReplayer(rfsm.(raft.BatchingFSM), f, o.Logs)
-	snapIndex, restored, err := rep.restoreNewest(rsnaps)
+	snap, restored, err := rep.restoreNewest(rsnaps)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: restore: %w", gid, err)
 	}
 	cfg.NoSnapshotRestoreOnStart = restored
-	first, last := uint64(1), uint64(0)
+	startSnaps := &startSnapshots{SnapshotStore: rsnaps}
 	if restored {
-		first, last = rep.plan(snapIndex)
-	}
-	stop := make(chan struct{})
-	if first <= last {
-		// Started before raft, so that the replay runs beside raft's own
-		// scan of the log for configurations (a read of every entry) and
-		// the election; raft's calls into the state machine wait for it.
-		rep.hold()
-		go rep.replay(o.Logs, first, last, stop, glog)
+		var index uint64
+		if snap != nil {
+			index = snap.Index
+		}
+		if first, last := rep.plan(index); first <= last {
+			startSnaps.at.Store(rep.replay(o.Logs, first, last, snap, glog))
+		}
 	}
 	cached := newLogCache(rlogs, logCacheEntries, logCacheBytes)
 	stable := &stableStore{StableStore: logs}
@@ -356,10 +353,9 @@ func Open(o Options) (*Group, error) {
 	if rc.WrapTransport != nil {
 		rt = rc.WrapTransport(gid, trans)
 	}
-	r, err := raft.NewRaft(cfg, rep, cached, stable, rsnaps, rt)
+	r, err := raft.NewRaft(cfg, rep, cached, stable, startSnaps, rt)
+	startSnaps.started()
 	if err != nil {
-		close(stop)
-		rep.wait()
 		_ = trans.Close()
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: start: %w", gid, err)
@@ -375,7 +371,7 @@ func Open(o Options) (*Group, error) {
 		stable:  stable,
 		logger:  glog,
 		changed: make(chan struct{}),
-		stop:    stop,
+		stop:    make(chan struct{}),
 		obsCh:   make(chan raft.Observation, 16),
 		staging: make(chan struct{}, 1),
 		events:  o.Observe,
@@ -390,7 +386,6 @@ func Open(o Options) (*Group, error) {
 	g.wg.Add(2)
 	go g.watchLeader()
 	go g.watchHalt(halts)
-	g.replay = rep
 	return g, nil
 }
 
@@ -484,7 +479,6 @@ func (g *Group) Close() error {
 	g.raft.DeregisterObserver(g.observer)
 	close(g.stop)
 	g.wg.Wait()
-	g.replay.wait()
 	err := g.raft.Shutdown().Error()
 	g.stable.close()
 	err = errors.Join(err, g.trans.Close(), g.logs.Close())

@@ -15,9 +15,10 @@ import (
 	"github.com/kvnode/kvnode/store/raftlog"
 )
 
-// replayLog is a group's log of n entries: a region's creation at 1, then
-// one put of key k<i> per entry (a noop at 5, as raft writes after an
-// election), all in term 1, with mark durable in it.
+// replayLog is a group's log of n entries: the configuration (one voter,
+// "a") at 1, a region's creation at 2, then one put of key k<i> per entry
+// (a noop at 5, as raft writes after an election), all in term 1, with
+// mark durable in it.
 func replayLog(t *testing.T, n uint64, mark raftlog.Applied) (*raftlog.Store, *raftlog.GroupLog, []*raft.Log) {
 	t.Helper()
 	s, err := raftlog.Open(filepath.Join(t.TempDir(), "wal"), raftlog.Options{NoSync: true})
@@ -31,6 +32,9 @@ func replayLog(t *testing.T, n uint64, mark raftlog.Applied) (*raftlog.Store, *r
 		l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand}
 		switch i {
 		case 1:
+			l.Type = raft.LogConfiguration
+			l.Data = raft.EncodeConfiguration(replayConf)
+		case 2:
 			l.Data = (&codec.Command{Op: codec.OpCreateRegion, Region: "r", Kind: region.Replicate}).Encode(nil)
 		case 5:
 			l.Type = raft.LogNoop
@@ -60,38 +64,36 @@ func count(t *testing.T, f *fsm.FSM) int {
 	return n
 }
 
-// TestReplayAppliesTheMarkedTailBeforeRaft: with a mark, the entries after
-// the snapshot up to the mark's Through are applied with no leader; raft's
-// own ApplyBatch waits until the replay is over, then skips what was
-// replayed and applies the rest, each entry once.
-func TestReplayAppliesTheMarkedTailBeforeRaft(t *testing.T) {
+var replayConf = raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: "a", Address: "a"}}}
+
+// TestReplayAppliesTheMarkedTail: with a mark, the entries after the
+// snapshot up to the mark's Through are applied with no leader, and the
+// listing raft starts from says so (index, term, configuration); raft's
+// ApplyBatch of entries the replay applied skips them, applies the rest,
+// each entry once.
+func TestReplayAppliesTheMarkedTail(t *testing.T) {
 	_, g, logs := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
-	if _, done, err := rep.restoreNewest(raft.NewInmemSnapshotStore()); err != nil || !done {
-		t.Fatalf("restore with no snapshot: done %v, %v", done, err)
+	if snap, done, err := rep.restoreNewest(raft.NewInmemSnapshotStore()); err != nil || !done || snap != nil {
+		t.Fatalf("restore with no snapshot: %v, done %v, %v", snap, done, err)
 	}
 	first, last := rep.plan(0)
 	if first != 1 || last != 30 {
 		t.Fatalf("plan after no snapshot = %d..%d, want 1..30", first, last)
 	}
-	rep.hold()
-	applied := make(chan []interface{})
-	go func() { applied <- rep.ApplyBatch(logs) }() // raft, once a leader commits
-	select {
-	case <-applied:
-		t.Fatal("raft's ApplyBatch ran before the replay")
-	case <-time.After(20 * time.Millisecond):
+	at := rep.replay(g, first, last, nil, discard())
+	if at == nil || at.Index != 30 || at.Term != 1 || at.ConfigurationIndex != 1 || len(at.Configuration.Servers) != 1 {
+		t.Fatalf("listing after the replay: %+v", at)
 	}
-	stop := make(chan struct{})
-	rep.replay(g, first, last, stop, discard())
-	if got, want := count(t, f), 28; got != want { // puts 2..30 but the noop at 5
+	if got, want := count(t, f), 27; got != want { // puts 3..30 but the noop at 5
 		t.Fatalf("after the replay %d entries, want %d", got, want)
 	}
 	if got := f.AppliedIndex(); got != 30 {
 		t.Fatalf("applied index after the replay %d, want 30", got)
 	}
-	out := <-applied
+	// Were raft to apply from the start all the same (no listing):
+	out := rep.ApplyBatch(logs)
 	for i, r := range out {
 		if idx := logs[i].Index; idx <= 30 && r != nil {
 			t.Fatalf("entry %d was applied again: %v", idx, r)
@@ -102,7 +104,7 @@ func TestReplayAppliesTheMarkedTailBeforeRaft(t *testing.T) {
 			}
 		}
 	}
-	if got, want := count(t, f), 38; got != want {
+	if got, want := count(t, f), 37; got != want {
 		t.Fatalf("after raft's apply %d entries, want %d", got, want)
 	}
 	// The state machine keeps slices of the entries the replay read
@@ -117,7 +119,7 @@ func TestReplayAppliesTheMarkedTailBeforeRaft(t *testing.T) {
 			l.Data[j] = 'X'
 		}
 	}
-	for i := 2; i <= 30; i++ {
+	for i := 3; i <= 30; i++ {
 		if i == 5 {
 			continue
 		}
@@ -128,7 +130,63 @@ func TestReplayAppliesTheMarkedTailBeforeRaft(t *testing.T) {
 	}
 }
 
-func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+// TestRaftStartsAfterTheReplay: a real raft instance started with the
+// replay's listing applies nothing the replay applied, has the listing's
+// configuration, and goes on from there (elects itself, commits, applies
+// entries 31-40 and a new one).
+func TestRaftStartsAfterTheReplay(t *testing.T) {
+	_, g, _ := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
+	f := fsm.New(fsm.Options{})
+	rep := newReplayer(f, f, g)
+	snaps := &startSnapshots{SnapshotStore: raft.NewInmemSnapshotStore()}
+	if _, done, err := rep.restoreNewest(snaps); err != nil || !done {
+		t.Fatal(done, err)
+	}
+	first, last := rep.plan(0)
+	snaps.at.Store(rep.replay(g, first, last, nil, discard()))
+	if list, _ := snaps.List(); len(list) != 1 || list[0].Index != 30 {
+		t.Fatalf("listing while raft starts: %+v", list)
+	}
+	if _, _, err := snaps.Open(snaps.at.Load().ID); err == nil {
+		t.Fatal("the replay's listing opened as a snapshot")
+	}
+	cfg := raft.DefaultConfig()
+	cfg.LocalID = "a"
+	cfg.NoSnapshotRestoreOnStart = true
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	cfg.Logger = newHCLog(discard(), "raft")
+	_, trans := raft.NewInmemTransport("a")
+	r, err := raft.NewRaft(cfg, rep, g, raft.NewInmemStore(), snaps, trans)
+	snaps.started()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Shutdown().Error() }()
+	if list, _ := snaps.List(); len(list) != 0 {
+		t.Fatalf("listing once raft runs: %+v", list)
+	}
+	if got := r.AppliedIndex(); got < 30 {
+		t.Fatalf("raft's applied index at start %d, want at least 30", got)
+	}
+	conf := r.GetConfiguration()
+	if err := conf.Error(); err != nil || len(conf.Configuration().Servers) != 1 {
+		t.Fatalf("configuration %+v, %v", conf.Configuration(), err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for r.State() != raft.Leader {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	put := (&codec.Command{Op: codec.OpPut, Region: "r", Entries: []region.Entry{{Key: "new", Value: []byte(`{"n":1}`)}}}).Encode(nil)
+	if err := r.Apply(put, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := count(t, f), 38; got != want { // 27 replayed, 10 more, the new one
+		t.Fatalf("%d entries, want %d", got, want)
+	}
+}
 
 // TestReplayPlan: a mark is used only after a snapshot at or past its From
 // and only up to its Through; marks of an unknown restore point never.
@@ -171,9 +229,12 @@ func TestReplayStopsAtAGap(t *testing.T) {
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
 	first, last := rep.plan(0)
-	rep.hold()
-	rep.replay(g, first, last, make(chan struct{}), discard())
+	if at := rep.replay(g, first, last, nil, discard()); at != nil {
+		t.Fatalf("a listing after a gap at 1: %+v", at)
+	}
 	if got := f.AppliedIndex(); got != 0 {
 		t.Fatalf("applied %d entries past a gap at 1", got)
 	}
 }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

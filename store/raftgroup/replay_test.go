@@ -82,22 +82,34 @@ func TestReplayAppliesTheMarkedTail(t *testing.T) {
 	if first != 1 || last != 30 {
 		t.Fatalf("plan after no snapshot = %d..%d, want 1..30", first, last)
 	}
-	at := rep.replay(g, first, last, nil, discard())
-	if at == nil || at.Index != 30 || at.Term != 1 || at.ConfigurationIndex != 1 || len(at.Configuration.Servers) != 1 {
-		t.Fatalf("listing after the replay: %+v", at)
+	at, err := rep.prepare(g, first, last, nil)
+	if err != nil || at == nil || at.Index != 30 || at.Term != 1 || at.ConfigurationIndex != 1 || len(at.Configuration.Servers) != 1 {
+		t.Fatalf("listing for the replay: %+v, %v", at, err)
 	}
-	if got, want := count(t, f), 27; got != want { // puts 3..30 but the noop at 5
+	rep.hold()
+	early := make(chan []interface{})
+	go func() { early <- rep.ApplyBatch(logs[30:31]) }() // raft's, as soon as it runs
+	select {
+	case <-early:
+		t.Fatal("raft's ApplyBatch ran before the replay")
+	case <-time.After(20 * time.Millisecond):
+	}
+	rep.replay(g, first, last, make(chan struct{}), discard())
+	if r, ok := (<-early)[0].(*codec.Result); !ok || r.Err != nil {
+		t.Fatalf("entry 31 after the replay: %#v", r)
+	}
+	if got, want := count(t, f), 28; got != want { // puts 3..31 but the noop at 5
 		t.Fatalf("after the replay %d entries, want %d", got, want)
 	}
-	if got := f.AppliedIndex(); got != 30 {
-		t.Fatalf("applied index after the replay %d, want 30", got)
+	if got := f.AppliedIndex(); got != 31 {
+		t.Fatalf("applied index after the replay and entry 31 %d, want 31", got)
 	}
 	// Were raft to apply from the start all the same (no listing):
 	out := rep.ApplyBatch(logs)
 	for i, r := range out {
-		if idx := logs[i].Index; idx <= 30 && r != nil {
+		if idx := logs[i].Index; idx <= 31 && r != nil {
 			t.Fatalf("entry %d was applied again: %v", idx, r)
-		} else if idx > 30 && logs[i].Type == raft.LogCommand {
+		} else if idx > 31 && logs[i].Type == raft.LogCommand {
 			res, ok := r.(*codec.Result)
 			if !ok || res.Err != nil {
 				t.Fatalf("entry %d: %#v", idx, r)
@@ -143,10 +155,23 @@ func TestRaftStartsAfterTheReplay(t *testing.T) {
 		t.Fatal(done, err)
 	}
 	first, last := rep.plan(0)
-	snaps.at.Store(rep.replay(g, first, last, nil, discard()))
+	at, err := rep.prepare(g, first, last, nil)
+	if err != nil || at == nil {
+		t.Fatal(at, err)
+	}
+	snaps.at.Store(at)
 	if list, _ := snaps.List(); len(list) != 1 || list[0].Index != 30 {
 		t.Fatalf("listing while raft starts: %+v", list)
 	}
+	rep.hold()
+	stop := make(chan struct{})
+	replayed := make(chan struct{})
+	go func() {
+		defer close(replayed)
+		time.Sleep(100 * time.Millisecond) // raft runs, and elects, meanwhile
+		rep.replay(g, first, last, stop, discard())
+	}()
+	defer func() { <-replayed }()
 	if _, _, err := snaps.Open(snaps.at.Load().ID); err == nil {
 		t.Fatal("the replay's listing opened as a snapshot")
 	}
@@ -219,9 +244,9 @@ func TestReplayPlan(t *testing.T) {
 	}
 }
 
-// TestReplayStopsAtAGap: an entry the log no longer holds ends the replay
-// there; what comes after is left to raft.
-func TestReplayStopsAtAGap(t *testing.T) {
+// TestReplayNeedsTheWholeRange: a log that lacks an entry of the range, or
+// a range without a known configuration, is left to raft.
+func TestReplayNeedsTheWholeRange(t *testing.T) {
 	_, g, _ := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
 	if err := g.DeleteRange(1, 10); err != nil { // compacted past the (missing) snapshot
 		t.Fatal(err)
@@ -229,11 +254,17 @@ func TestReplayStopsAtAGap(t *testing.T) {
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
 	first, last := rep.plan(0)
-	if at := rep.replay(g, first, last, nil, discard()); at != nil {
-		t.Fatalf("a listing after a gap at 1: %+v", at)
+	if at, err := rep.prepare(g, first, last, nil); at != nil || err != nil {
+		t.Fatalf("a listing over a gap at 1: %+v, %v", at, err)
 	}
-	if got := f.AppliedIndex(); got != 0 {
-		t.Fatalf("applied %d entries past a gap at 1", got)
+	// Nor without a configuration in the log or a snapshot.
+	_, g2, _ := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
+	if at, err := rep.prepare(g2, 2, 30, nil); at != nil || err != nil {
+		t.Fatalf("a listing with no configuration known: %+v, %v", at, err)
+	}
+	snap := &raft.SnapshotMeta{Index: 1, Configuration: replayConf, ConfigurationIndex: 1}
+	if at, err := rep.prepare(g2, 2, 30, snap); at == nil || err != nil || at.ConfigurationIndex != 1 {
+		t.Fatalf("a listing after a snapshot at 1: %+v, %v", at, err)
 	}
 }
 

@@ -1,5 +1,7 @@
 package raftlog
 
+import "github.com/hashicorp/raft"
+
 // Applied says how far a group's state machine got with this log: restored
 // from a snapshot at index From (0: none), it then applied the entries
 // From+1 to Through that this log holds. Raft applies only committed
@@ -52,6 +54,33 @@ func (g *GroupLog) Applied() Applied {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.applied
+}
+
+// Holds reports whether the log holds every entry from first to last, and
+// lists, by index, those among them that change raft's configuration
+// (raft.LogConfiguration and raft's deprecated peer entries): what a
+// restarted member must know to tell raft where its state machine is
+// before it has applied them (store/raftgroup's replay). It reads nothing
+// from disk.
+func (g *GroupLog) Holds(first, last uint64) (configs []uint64, ok bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if first == 0 || first > last || first < g.first || last > g.last {
+		return nil, false
+	}
+	for i := first; ; i++ {
+		l, found := g.locs[i]
+		if !found {
+			return nil, false
+		}
+		switch l.typ {
+		case raft.LogConfiguration, raft.LogAddPeerDeprecated, raft.LogRemovePeerDeprecated:
+			configs = append(configs, i)
+		}
+		if i == last {
+			return configs, true
+		}
+	}
 }
 
 // takeMarksLocked returns the marks noted since the last commit as writes, to

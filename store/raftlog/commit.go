@@ -169,8 +169,10 @@ func (c *committer) commit(batch []*write) error {
 		switch w.kind {
 		case kindAppend:
 			for j, e := range w.entries {
-				index, _ := entryIndex(e)
-				g.put(index, places[i][j])
+				index, typ, _ := entryHead(e)
+				l := places[i][j]
+				l.typ = typ
+				g.put(index, l)
 			}
 		case kindDelete:
 			g.deleteRange(w.min, w.max)

@@ -105,11 +105,12 @@ func (s *Store) Drop(gid uint64) error {
 	return nil
 }
 
-// loc is where an entry's encoding lies.
+// loc is where an entry's encoding lies, and the entry's type (Holds).
 type loc struct {
 	seg *segment
 	off int64
 	n   uint32
+	typ raft.LogType
 }
 
 // GroupLog is one group's Raft log: a raft.LogStore.
@@ -284,11 +285,11 @@ func (s *Store) replayRecord(seg *segment, off int64, body []byte) error {
 				return errMalformed
 			}
 			entry := rest[n : n+int(size)]
-			index, ok := entryIndex(entry)
+			index, typ, ok := entryHead(entry)
 			if !ok {
 				return errMalformed
 			}
-			g.put(index, loc{seg: seg, off: pos + int64(n), n: uint32(size)})
+			g.put(index, loc{seg: seg, off: pos + int64(n), n: uint32(size), typ: typ})
 			pos += int64(n) + int64(size)
 			rest = rest[n+int(size):]
 		}
@@ -321,11 +322,19 @@ func (s *Store) replayRecord(seg *segment, off int64, body []byte) error {
 	return nil
 }
 
-// entryIndex reads an encoded entry's index.
-func entryIndex(entry []byte) (uint64, bool) {
+// entryHead reads an encoded entry's index and type.
+func entryHead(entry []byte) (index uint64, typ raft.LogType, ok bool) {
 	if len(entry) < 2 || entry[0] != encodingV1 {
-		return 0, false
+		return 0, 0, false
 	}
 	index, n := binary.Uvarint(entry[1:])
-	return index, n > 0
+	if n <= 0 {
+		return 0, 0, false
+	}
+	rest := entry[1+n:]
+	_, m := binary.Uvarint(rest) // the term
+	if m <= 0 || len(rest) <= m {
+		return 0, 0, false
+	}
+	return index, raft.LogType(rest[m]), true
 }

@@ -596,3 +596,46 @@ func TestAppliedMarks(t *testing.T) {
 		t.Fatalf("after a drop: %+v", got)
 	}
 }
+
+// TestHolds: whether a range of entries is all there, and which of them
+// change raft's configuration, as written and as read back at open.
+func TestHolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := entries(1, 20, 1)
+	logs[0].Type = raft.LogConfiguration
+	logs[9].Type = raft.LogConfiguration
+	logs[4].Type = raft.LogNoop
+	if err := s.Group(1).StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	check := func(g *GroupLog) {
+		t.Helper()
+		if configs, ok := g.Holds(1, 20); !ok || fmt.Sprint(configs) != "[1 10]" {
+			t.Errorf("Holds(1, 20) = %v, %v; want [1 10], true", configs, ok)
+		}
+		if configs, ok := g.Holds(2, 9); !ok || len(configs) != 0 {
+			t.Errorf("Holds(2, 9) = %v, %v; want none, true", configs, ok)
+		}
+		for _, r := range [][2]uint64{{0, 5}, {15, 21}, {6, 5}} {
+			if _, ok := g.Holds(r[0], r[1]); ok {
+				t.Errorf("Holds(%d, %d) is true", r[0], r[1])
+			}
+		}
+	}
+	check(s.Group(1))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	check(s.Group(1))
+	if err := s.Group(1).DeleteRange(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Group(1).Holds(1, 20); ok {
+		t.Error("Holds(1, 20) is true after entries 1-3 were deleted")
+	}
+}

@@ -177,21 +177,8 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 
 // ApplyBatch applies committed entries in order, as Apply would one by one,
 // but decodes them before taking the lock and takes it once for the batch.
-//
-// Commands are decoded in place: the values the state keeps are slices of
-// the entry's Data, not copies. That is safe because nothing writes to an
-// entry's Data once raft hands it over: on the leader it is the buffer
-// given to raft.Apply, which every caller encodes or reads for that one
-// command and never touches again; on a follower raft's transport decodes
-// each AppendEntries into new slices; read back from the log, each GetLog
-// reads into a buffer of its own (store/raftlog); raft and the log cache
-// only read it. Copying every value cost a restart with a million entries
-// in the log a third of its replay (a CPU profile at afae736:
-// decodeCommand's copies 1.47 s of 2.94 s). The price: an entry's buffer
-// lives as long as any value of it, so a multi-key write whose keys are
-// later overwritten but one keeps its whole entry (at most the entry's
-// size per live value; a bulk load's entries are mostly values, and each
-// buffer is exactly what its values needed anyway).
+// Values are kept in place, as slices of the entry's Data: DESIGN.md
+// ("Commands") says why that is safe for raft's entries and what it costs.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
 	if h := f.halted.Load(); h != nil {

@@ -273,7 +273,7 @@ func DecodeCommandNoCopy(b []byte) (Command, error) {
 // that does not decode would stop every replica of the group when it is
 // applied (see fsm.FSM.Halted), so it must never enter a log.
 func CheckCommand(b []byte) (Op, error) {
-	c, err := decodeCommand(decoder{buf: b, alias: true})
+	c, err := decodeCommand(decoder{buf: b, alias: true, check: true})
 	if err != nil {
 		return 0, err
 	}
@@ -333,7 +333,9 @@ func decodeCommand(d decoder) (Command, error) {
 			return Command{}, fmt.Errorf("fsm: decode %v command: empty batch", op)
 		}
 		for i, sub := range c.Batch {
-			sc, err := decodeCommand(decoder{buf: sub, alias: d.alias})
+			// Checked only: the state machine decodes each one again
+			// when it applies it.
+			sc, err := decodeCommand(decoder{buf: sub, alias: true, check: true})
 			if err != nil {
 				return Command{}, fmt.Errorf("fsm: decode %v command: sub-command %d: %w", op, i, err)
 			}

@@ -331,7 +331,7 @@ func Open(o Options) (*Group, error) {
 	// The newest snapshot is restored here rather than by raft, and the
 	// log's committed tail replayed while raft starts (replay.go).
 	rep := newReplayer(rfsm.(raft.BatchingFSM), f, o.Logs)
-	snap, restored, err := rep.restoreNewest(rsnaps)
+	snap, restored, err := rep.restoreNewest(rsnaps, glog)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()

@@ -105,7 +105,7 @@ func newReplayer(inner raft.BatchingFSM, f *fsm.FSM, logs raft.LogStore) *replay
 // there is none) and whether raft should leave its restore out; when the
 // restore fails, raft makes its own (falling back to older snapshots) and
 // nothing is replayed.
-func (c *replayer) restoreNewest(snaps raft.SnapshotStore) (*raft.SnapshotMeta, bool, error) {
+func (c *replayer) restoreNewest(snaps raft.SnapshotStore, logger *slog.Logger) (*raft.SnapshotMeta, bool, error) {
 	list, err := snaps.List()
 	if err != nil {
 		return nil, false, fmt.Errorf("list snapshots: %w", err)
@@ -116,10 +116,12 @@ func (c *replayer) restoreNewest(snaps raft.SnapshotStore) (*raft.SnapshotMeta, 
 	}
 	c.from.Store(noFrom)
 	meta, rc, err := snaps.Open(list[0].ID)
-	if err != nil {
-		return nil, false, nil
+	if err == nil {
+		err = c.BatchingFSM.Restore(rc)
 	}
-	if err := c.BatchingFSM.Restore(rc); err != nil {
+	if err != nil {
+		logger.Warn("the newest snapshot does not restore; raft tries the older ones, and the log is not replayed before the election",
+			"snapshot", list[0].ID, "error", err)
 		return nil, false, nil
 	}
 	c.from.Store(meta.Index)

@@ -75,7 +75,7 @@ func TestReplayAppliesTheMarkedTail(t *testing.T) {
 	_, g, logs := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
-	if snap, done, err := rep.restoreNewest(raft.NewInmemSnapshotStore()); err != nil || !done || snap != nil {
+	if snap, done, err := rep.restoreNewest(raft.NewInmemSnapshotStore(), discard()); err != nil || !done || snap != nil {
 		t.Fatalf("restore with no snapshot: %v, done %v, %v", snap, done, err)
 	}
 	first, last := rep.plan(0)
@@ -151,7 +151,7 @@ func TestRaftStartsAfterTheReplay(t *testing.T) {
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
 	snaps := &startSnapshots{SnapshotStore: raft.NewInmemSnapshotStore()}
-	if _, done, err := rep.restoreNewest(snaps); err != nil || !done {
+	if _, done, err := rep.restoreNewest(snaps, discard()); err != nil || !done {
 		t.Fatal(done, err)
 	}
 	first, last := rep.plan(0)
@@ -269,3 +269,54 @@ func TestReplayNeedsTheWholeRange(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestRestoreNewest: the newest snapshot is restored before raft starts and
+// its index starts the replay; one that does not restore is left to raft,
+// with nothing replayed (the restore point is then unknown).
+func TestRestoreNewest(t *testing.T) {
+	_, g, logs := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
+	src := fsm.New(fsm.Options{})
+	src.ApplyBatch(logs[:12])
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("a")
+	store := raft.NewInmemSnapshotStore()
+	sink, err := store.Create(raft.SnapshotVersionMax, 12, 1, replayConf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	f := fsm.New(fsm.Options{})
+	rep := newReplayer(f, f, g)
+	meta, done, err := rep.restoreNewest(store, discard())
+	if err != nil || !done || meta == nil || meta.Index != 12 || f.AppliedIndex() != 12 {
+		t.Fatalf("restore: %+v, done %v, %v; applied %d", meta, done, err, f.AppliedIndex())
+	}
+	if first, last := rep.plan(meta.Index); first != 13 || last != 30 {
+		t.Fatalf("plan after a snapshot at 12: %d..%d, want 13..30", first, last)
+	}
+
+	broken := raft.NewInmemSnapshotStore()
+	sink, err = broken.Create(raft.SnapshotVersionMax, 12, 1, replayConf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.Write([]byte("not a snapshot")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f = fsm.New(fsm.Options{})
+	rep = newReplayer(f, f, g)
+	if meta, done, err := rep.restoreNewest(broken, discard()); err != nil || done || meta != nil {
+		t.Fatalf("a snapshot that does not restore: %+v, done %v, %v", meta, done, err)
+	}
+	if rep.from.Load() != noFrom {
+		t.Fatalf("restore point after a failed restore %d, want unknown", rep.from.Load())
+	}
+}

@@ -264,21 +264,6 @@ func TestStoredValuesAreExactBytes(t *testing.T) {
 	}
 }
 
-// TestValuesDoNotAliasTheLog: overwriting a log entry's buffer after Apply
-// does not change the stored value.
-func TestValuesDoNotAliasTheLog(t *testing.T) {
-	n := newNode(t)
-	n.create("r", region.Replicate)
-	l := n.log(codec.Command{Op: codec.OpPut, Region: "r", Entries: entries("k", `{"v":1}`)})
-	n.f.Apply(l)
-	for i := range l.Data {
-		l.Data[i] = 0
-	}
-	if got, _ := n.f.Get("r", 0, "k"); string(got) != `{"v":1}` {
-		t.Errorf("Get after clobbering the log data = %s, want %s", got, `{"v":1}`)
-	}
-}
-
 func TestApplyNonCommandEntries(t *testing.T) {
 	f := New(Options{})
 	if got := f.Apply(&raft.Log{Index: 3, Type: raft.LogConfiguration, Data: []byte("opaque")}); got != nil {

@@ -258,9 +258,11 @@ func DecodeCommand(b []byte) (Command, error) {
 
 // DecodeCommandNoCopy is DecodeCommand for a buffer the caller owns alone
 // and never changes afterwards: the values of the result (and a batch's
-// sub-commands) alias b instead of being copied. The state machine uses it
-// for a staged command it has just reassembled from its chunks, which
-// nothing else holds, so copying every value again would only cost time.
+// sub-commands) alias b instead of being copied, each capped at its own
+// end (an append to one never writes into the next). The state machine
+// uses it for every committed entry (fsm.FSM.ApplyBatch says why raft's
+// entries qualify) and for a staged command it has reassembled from its
+// chunks.
 func DecodeCommandNoCopy(b []byte) (Command, error) {
 	return decodeCommand(decoder{buf: b, alias: true})
 }
@@ -271,7 +273,7 @@ func DecodeCommandNoCopy(b []byte) (Command, error) {
 // that does not decode would stop every replica of the group when it is
 // applied (see fsm.FSM.Halted), so it must never enter a log.
 func CheckCommand(b []byte) (Op, error) {
-	c, err := decodeCommand(decoder{buf: b, alias: true})
+	c, err := decodeCommand(decoder{buf: b, alias: true, check: true})
 	if err != nil {
 		return 0, err
 	}
@@ -331,7 +333,9 @@ func decodeCommand(d decoder) (Command, error) {
 			return Command{}, fmt.Errorf("fsm: decode %v command: empty batch", op)
 		}
 		for i, sub := range c.Batch {
-			sc, err := decodeCommand(decoder{buf: sub, alias: d.alias})
+			// Checked only: the state machine decodes each one again
+			// when it applies it.
+			sc, err := decodeCommand(decoder{buf: sub, alias: true, check: true})
 			if err != nil {
 				return Command{}, fmt.Errorf("fsm: decode %v command: sub-command %d: %w", op, i, err)
 			}

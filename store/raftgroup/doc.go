@@ -18,7 +18,12 @@
 //   - hashicorp/raft's errors translated into the region vocabulary
 //     (FromRaft), and one bound for an internal step (InternalTimeout);
 //   - what the member's metrics measure of the group, around the
-//     interfaces raft calls (Observer, observe.go).
+//     interfaces raft calls (Observer, observe.go);
+//   - a restarted member applies the committed tail of its log (what its
+//     state machine had applied before, by the log's applied marks) while
+//     raft elects, and raft starts from where that replay ends, so the
+//     entries are read once and applied without waiting for a leader
+//     (replay.go).
 //
 // The store (package store) opens and closes groups, forwards commands to
 // the leader, routes keys to groups and runs membership changes through

@@ -180,7 +180,8 @@ type Group struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
-	events Observer // Options.Observe, nil when none
+	events Observer  // Options.Observe, nil when none
+	replay *replayer // the state machine raft was given (replay.go)
 }
 
 // Options says which group to open, where, and with what.
@@ -327,14 +328,48 @@ func Open(o Options) (*Group, error) {
 	glog := logger.With("group", gid)
 	rsnaps = loggedSnapshots{SnapshotStore: rsnaps, logger: glog}
 	rfsm = loggedRestore{BatchingFSM: rfsm.(raft.BatchingFSM), logger: glog, applied: f.AppliedIndex}
+	// The newest snapshot is restored here rather than by raft, and the
+	// log's committed tail replayed while raft starts (replay.go).
+	rep := newReplayer(rfsm.(raft.BatchingFSM), f, o.Logs)
+	snap, restored, err := rep.restoreNewest(rsnaps, glog)
+	if err != nil {
+		_ = trans.Close()
+		_ = logs.Close()
+		return nil, fmt.Errorf("raft group %d: restore: %w", gid, err)
+	}
+	cfg.NoSnapshotRestoreOnStart = restored
+	startSnaps := &startSnapshots{SnapshotStore: rsnaps}
+	stop := make(chan struct{})
+	if restored {
+		var index uint64
+		if snap != nil {
+			index = snap.Index
+		}
+		if first, last := rep.plan(index); first <= last {
+			at, err := rep.prepare(o.Logs, first, last, snap)
+			if err != nil {
+				_ = trans.Close()
+				_ = logs.Close()
+				return nil, fmt.Errorf("raft group %d: replay: %w", gid, err)
+			}
+			if at != nil {
+				startSnaps.at.Store(at)
+				rep.hold()
+				go rep.replay(o.Logs, first, last, stop, glog)
+			}
+		}
+	}
 	cached := newLogCache(rlogs, logCacheEntries, logCacheBytes)
 	stable := &stableStore{StableStore: logs}
 	var rt raft.Transport = trans
 	if rc.WrapTransport != nil {
 		rt = rc.WrapTransport(gid, trans)
 	}
-	r, err := raft.NewRaft(cfg, rfsm, cached, stable, rsnaps, rt)
+	r, err := raft.NewRaft(cfg, rep, cached, stable, startSnaps, rt)
+	startSnaps.started()
 	if err != nil {
+		close(stop)
+		rep.wait()
 		_ = trans.Close()
 		_ = logs.Close()
 		return nil, fmt.Errorf("raft group %d: start: %w", gid, err)
@@ -350,10 +385,11 @@ func Open(o Options) (*Group, error) {
 		stable:  stable,
 		logger:  glog,
 		changed: make(chan struct{}),
-		stop:    make(chan struct{}),
+		stop:    stop,
 		obsCh:   make(chan raft.Observation, 16),
 		staging: make(chan struct{}, 1),
 		events:  o.Observe,
+		replay:  rep,
 	}
 	g.reads = NewReadIndexer(g, confirm)
 	g.batch = newBatcher(g)
@@ -458,6 +494,7 @@ func (g *Group) Close() error {
 	g.raft.DeregisterObserver(g.observer)
 	close(g.stop)
 	g.wg.Wait()
+	g.replay.wait()
 	err := g.raft.Shutdown().Error()
 	g.stable.close()
 	err = errors.Join(err, g.trans.Close(), g.logs.Close())

@@ -22,6 +22,9 @@ type committer struct {
 	busy    bool
 	closed  bool
 	running sync.WaitGroup // the run goroutine, while busy
+	// marks are the groups' Applied noted since the last commit, written
+	// with the next one (applied.go).
+	marks map[*GroupLog]Applied
 	// failed is the error that stopped the log: after a failed write or
 	// fsync the file's state is unknown (Linux may have dropped the dirty
 	// pages), so nothing more is written and every write fails with it.
@@ -35,9 +38,9 @@ type committer struct {
 type write struct {
 	kind     byte
 	g        *GroupLog
-	entries  [][]byte // append: the encoded entries
-	min, max uint64   // delete: the range
-	done     chan error
+	entries  [][]byte   // append: the encoded entries
+	min, max uint64     // delete: the range; applied: From and Through
+	done     chan error // nil for an applied mark: nobody waits for it
 }
 
 var errClosed = errors.New("the raft log is closed")
@@ -81,25 +84,22 @@ func (c *committer) run() {
 			return
 		}
 		failed := c.failed
+		// The marks go after the batch's writes: a mark never precedes a
+		// deletion it was noted after (applied.go).
+		batch = append(batch, c.takeMarksLocked()...)
 		c.mu.Unlock()
 		if failed != nil {
-			for _, w := range batch {
-				w.done <- failed
-			}
+			reply(batch, failed)
 			continue
 		}
 		if err := c.commit(batch); err != nil {
 			c.mu.Lock()
 			c.failed = err
 			c.mu.Unlock()
-			for _, w := range batch {
-				w.done <- err
-			}
+			reply(batch, err)
 			continue
 		}
-		for _, w := range batch {
-			w.done <- nil
-		}
+		reply(batch, nil)
 		// Housekeeping between commits, never on a writer's time: move
 		// forward the few live entries that keep old segments alive,
 		// delete the segments nobody needs.
@@ -107,6 +107,15 @@ func (c *committer) run() {
 			c.mu.Lock()
 			c.failed = err
 			c.mu.Unlock()
+		}
+	}
+}
+
+// reply tells the writers of batch how their commit ended.
+func reply(batch []*write, err error) {
+	for _, w := range batch {
+		if w.done != nil {
+			w.done <- err
 		}
 	}
 }
@@ -144,7 +153,7 @@ func (c *committer) commit(batch []*write) error {
 				places[i][j] = loc{seg: seg, off: seg.size + int64(len(buf)), n: uint32(len(e))}
 				buf = chunked.Append(buf, e)
 			}
-		case kindDelete:
+		case kindDelete, kindApplied:
 			buf = binary.AppendUvarint(buf, w.min)
 			buf = binary.AppendUvarint(buf, w.max)
 		}
@@ -160,13 +169,17 @@ func (c *committer) commit(batch []*write) error {
 		switch w.kind {
 		case kindAppend:
 			for j, e := range w.entries {
-				index, _ := entryIndex(e)
-				g.put(index, places[i][j])
+				index, typ, _ := entryHead(e)
+				l := places[i][j]
+				l.typ = typ
+				g.put(index, l)
 			}
 		case kindDelete:
 			g.deleteRange(w.min, w.max)
 		case kindDrop:
 			g.deleteRange(0, ^uint64(0))
+		case kindApplied:
+			g.applied = Applied{From: w.min, Through: w.max}
 		}
 		g.mu.Unlock()
 	}
@@ -253,7 +266,7 @@ func bodySize(w *write) int {
 		for _, e := range w.entries {
 			n += uvarintLen(uint64(len(e))) + len(e)
 		}
-	case kindDelete:
+	case kindDelete, kindApplied:
 		n += uvarintLen(w.min) + uvarintLen(w.max)
 	}
 	return n

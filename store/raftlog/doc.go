@@ -28,7 +28,14 @@
 //     live entries of a group that writes little are moved to the head
 //     rather than keep every later segment on disk;
 //   - a group's log is deleted durably when the group leaves the member
-//     (Drop), so a group that comes back starts empty.
+//     (Drop), so a group that comes back starts empty;
+//   - an applied mark (applied.go) never covers an entry written after it:
+//     marks go with the next commit, after the entries they cover, and a
+//     deletion of a suffix below a mark lowers it.
+//
+// Open reads each segment through one reused window and keeps, per entry,
+// only where it lies and its type (Holds); GetLog reads an entry into a
+// buffer of its own, which the entry's Data then aliases.
 //
 // Each group keeps its term and vote (raft's StableStore) apart, in its
 // own dir (raft-boltdb).

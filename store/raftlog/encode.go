@@ -33,8 +33,14 @@ func encode(dst []byte, l *raft.Log) []byte {
 
 var errMalformed = errors.New("malformed entry")
 
-// decode reads an entry into out, copying its bytes (v is bbolt's memory,
-// valid only during the transaction).
+// decode reads an entry into out. Data and Extensions alias v (capped, so
+// an append to them cannot write into v's other bytes): the caller hands
+// over a buffer it allocated for this entry alone and never changes
+// afterwards (GetLog reads each entry into a new one). Copying them out
+// again cost a second pass over every entry read, and a restart reads
+// every entry of the log twice (raft's scan for configurations at start,
+// then the replay): at afae736, 0.65 s of memmove in a restarting
+// member's CPU profile with a million entries in the log.
 func decode(v []byte, out *raft.Log) error {
 	if len(v) == 0 || v[0] != encodingV1 {
 		return errMalformed
@@ -55,7 +61,7 @@ func decode(v []byte, out *raft.Log) error {
 		}
 		var b []byte
 		if n > 0 {
-			b = append([]byte(nil), v[:n]...)
+			b = v[:n:n]
 		}
 		v = v[n:]
 		return b, true

@@ -105,11 +105,12 @@ func (s *Store) Drop(gid uint64) error {
 	return nil
 }
 
-// loc is where an entry's encoding lies.
+// loc is where an entry's encoding lies, and the entry's type (Holds).
 type loc struct {
 	seg *segment
 	off int64
 	n   uint32
+	typ raft.LogType
 }
 
 // GroupLog is one group's Raft log: a raft.LogStore.
@@ -120,6 +121,7 @@ type GroupLog struct {
 	mu          sync.RWMutex
 	first, last uint64
 	locs        map[uint64]loc
+	applied     Applied // the newest durable mark (applied.go)
 }
 
 var _ raft.LogStore = (*GroupLog)(nil)
@@ -139,7 +141,9 @@ func (g *GroupLog) LastIndex() (uint64, error) {
 }
 
 // GetLog reads the entry at index into out; raft.ErrLogNotFound when the
-// log does not hold it.
+// log does not hold it. Each call reads into a buffer of its own that out's
+// Data then aliases: nothing here writes to it again, so the caller (the
+// state machine, which may keep slices of a command's values) owns it.
 func (g *GroupLog) GetLog(index uint64, out *raft.Log) error {
 	for attempt := 0; ; attempt++ {
 		g.mu.RLock()
@@ -210,7 +214,18 @@ func (g *GroupLog) put(index uint64, l loc) {
 
 // deleteRange forgets entries min..max, with g.mu held.
 func (g *GroupLog) deleteRange(min, max uint64) {
-	if max < min || len(g.locs) == 0 {
+	if max < min {
+		return
+	}
+	if max >= g.last && min <= g.applied.Through {
+		// A suffix goes (or the whole log): entries written there later
+		// were not applied under the mark (applied.go).
+		g.applied.Through = min - 1
+		if min == 0 {
+			g.applied = Applied{}
+		}
+	}
+	if len(g.locs) == 0 {
 		return
 	}
 	drop := func(i uint64) {
@@ -270,11 +285,11 @@ func (s *Store) replayRecord(seg *segment, off int64, body []byte) error {
 				return errMalformed
 			}
 			entry := rest[n : n+int(size)]
-			index, ok := entryIndex(entry)
+			index, typ, ok := entryHead(entry)
 			if !ok {
 				return errMalformed
 			}
-			g.put(index, loc{seg: seg, off: pos + int64(n), n: uint32(size)})
+			g.put(index, loc{seg: seg, off: pos + int64(n), n: uint32(size), typ: typ})
 			pos += int64(n) + int64(size)
 			rest = rest[n+int(size):]
 		}
@@ -290,17 +305,36 @@ func (s *Store) replayRecord(seg *segment, off int64, body []byte) error {
 		g.deleteRange(min, max)
 	case kindDrop:
 		g.deleteRange(0, ^uint64(0))
+		g.applied = Applied{}
+	case kindApplied:
+		from, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return errMalformed
+		}
+		through, m := binary.Uvarint(rest[n:])
+		if m <= 0 {
+			return errMalformed
+		}
+		g.applied = Applied{From: from, Through: through}
 	default:
 		return fmt.Errorf("unknown record kind %d", kind)
 	}
 	return nil
 }
 
-// entryIndex reads an encoded entry's index.
-func entryIndex(entry []byte) (uint64, bool) {
+// entryHead reads an encoded entry's index and type.
+func entryHead(entry []byte) (index uint64, typ raft.LogType, ok bool) {
 	if len(entry) < 2 || entry[0] != encodingV1 {
-		return 0, false
+		return 0, 0, false
 	}
 	index, n := binary.Uvarint(entry[1:])
-	return index, n > 0
+	if n <= 0 {
+		return 0, 0, false
+	}
+	rest := entry[1+n:]
+	_, m := binary.Uvarint(rest) // the term
+	if m <= 0 || len(rest) <= m {
+		return 0, 0, false
+	}
+	return index, raft.LogType(rest[m]), true
 }

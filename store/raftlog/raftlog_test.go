@@ -433,3 +433,209 @@ func TestCrashAtAnyPoint(t *testing.T) {
 		_ = c.Close()
 	}
 }
+
+// TestReplayAcrossWindows: at open the log is read a window at a time;
+// records that straddle a window's end, and a record larger than the
+// window, come back whole, in order, at their places.
+func TestReplayAcrossWindows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.Group(1)
+	// 3,000 entries of 3,001 bytes: ~9 MiB, past two windows, with
+	// record boundaries that do not line up with the window's.
+	data := func(i uint64) []byte {
+		return bytes.Repeat([]byte{byte(i)}, 3001)
+	}
+	var batch []*raft.Log
+	for i := uint64(1); i <= 3000; i++ {
+		batch = append(batch, &raft.Log{Index: i, Term: 2, Type: raft.LogCommand, Data: data(i)})
+		if len(batch) == 7 || i == 3000 {
+			if err := g.StoreLogs(batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = nil
+		}
+	}
+	huge := bytes.Repeat([]byte("h"), replayWindow+12345)
+	if err := g.StoreLog(&raft.Log{Index: 3001, Term: 2, Type: raft.LogCommand, Data: huge}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.StoreLog(&raft.Log{Index: 3002, Term: 2, Type: raft.LogCommand, Data: data(3002)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	g = s.Group(1)
+	checkBounds(t, g, 1, 3002)
+	for i := uint64(1); i <= 3002; i++ {
+		var l raft.Log
+		if err := g.GetLog(i, &l); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		want := data(i)
+		if i == 3001 {
+			want = huge
+		}
+		if l.Index != i || l.Term != 2 || !bytes.Equal(l.Data, want) {
+			t.Fatalf("entry %d came back as index %d term %d, %d bytes", i, l.Index, l.Term, len(l.Data))
+		}
+	}
+}
+
+// TestGetLogOwnsItsBuffer: an entry's Data is the caller's alone: changing
+// it (or appending to it) changes neither what a second read returns nor
+// another entry. The state machine keeps slices of it as stored values.
+func TestGetLogOwnsItsBuffer(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "wal"))
+	g := s.Group(1)
+	if err := g.StoreLogs(entries(1, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	var a, b raft.Log
+	if err := g.GetLog(1, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.GetLog(1, &b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.Data {
+		a.Data[i] = 'X'
+	}
+	_ = append(a.Data, "more"...) // capped: must not write past Data
+	if string(b.Data) != "entry-1" {
+		t.Fatalf("a second read of entry 1 saw the first one's change: %q", b.Data)
+	}
+	checkEntry(t, g, 1, 1)
+	checkEntry(t, g, 2, 1)
+	var c raft.Log
+	if err := g.GetLog(1, &c); err != nil {
+		t.Fatal(err)
+	}
+	if cap(c.Data) != len(c.Data) {
+		t.Fatalf("Data has room past its end (%d of %d): an append would write into the entry's other bytes", len(c.Data), cap(c.Data))
+	}
+}
+
+// TestAppliedMarks: a noted mark is written with the next commit (never on
+// its own), survives a reopen, and a deletion of a suffix that reaches
+// below it lowers it, live and when the log is read back; a prefix
+// deletion (compaction) leaves it, a drop clears it.
+func TestAppliedMarks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, other := s.Group(1), s.Group(2)
+	if err := g.StoreLogs(entries(1, 20, 1)); err != nil {
+		t.Fatal(err)
+	}
+	g.NoteApplied(Applied{From: 0, Through: 15})
+	if got := g.Applied(); got != (Applied{}) {
+		t.Fatalf("a mark noted but not yet committed is durable: %+v", got)
+	}
+	if err := other.StoreLogs(entries(1, 1, 1)); err != nil { // any group's commit carries it
+		t.Fatal(err)
+	}
+	if got := g.Applied(); got != (Applied{From: 0, Through: 15}) {
+		t.Fatalf("after the next commit: %+v", got)
+	}
+	if err := g.DeleteRange(1, 5); err != nil { // compaction
+		t.Fatal(err)
+	}
+	if got := g.Applied(); got != (Applied{From: 0, Through: 15}) {
+		t.Fatalf("a prefix deletion changed the mark: %+v", got)
+	}
+	if err := g.DeleteRange(12, 20); err != nil { // a suffix reaching below the mark
+		t.Fatal(err)
+	}
+	if got := g.Applied(); got != (Applied{From: 0, Through: 11}) {
+		t.Fatalf("after a suffix deletion from 12: %+v", got)
+	}
+	if err := g.StoreLogs(entries(12, 30, 2)); err != nil {
+		t.Fatal(err)
+	}
+	g.NoteApplied(Applied{From: 10, Through: 14}) // as after a restore at 10
+	g.NoteApplied(Applied{From: 10, Through: 25}) // the newest wins
+	if err := other.StoreLogs(entries(2, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	g.NoteApplied(Applied{From: 10, Through: 29}) // never committed: lost
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g = s.Group(1)
+	if got := g.Applied(); got != (Applied{From: 10, Through: 25}) {
+		t.Fatalf("after reopen: %+v", got)
+	}
+	if err := g.DeleteRange(20, 30); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	g = s.Group(1)
+	if got := g.Applied(); got != (Applied{From: 10, Through: 19}) {
+		t.Fatalf("a suffix deletion after the mark, read back: %+v", got)
+	}
+	if err := s.Drop(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Group(1).Applied(); got != (Applied{}) {
+		t.Fatalf("after a drop: %+v", got)
+	}
+}
+
+// TestHolds: whether a range of entries is all there, and which of them
+// change raft's configuration, as written and as read back at open.
+func TestHolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := entries(1, 20, 1)
+	logs[0].Type = raft.LogConfiguration
+	logs[9].Type = raft.LogConfiguration
+	logs[4].Type = raft.LogNoop
+	if err := s.Group(1).StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	check := func(g *GroupLog) {
+		t.Helper()
+		if configs, ok := g.Holds(1, 20); !ok || fmt.Sprint(configs) != "[1 10]" {
+			t.Errorf("Holds(1, 20) = %v, %v; want [1 10], true", configs, ok)
+		}
+		if configs, ok := g.Holds(2, 9); !ok || len(configs) != 0 {
+			t.Errorf("Holds(2, 9) = %v, %v; want none, true", configs, ok)
+		}
+		for _, r := range [][2]uint64{{0, 5}, {15, 21}, {6, 5}} {
+			if _, ok := g.Holds(r[0], r[1]); ok {
+				t.Errorf("Holds(%d, %d) is true", r[0], r[1])
+			}
+		}
+	}
+	check(s.Group(1))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	check(s.Group(1))
+	if err := s.Group(1).DeleteRange(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Group(1).Holds(1, 20); ok {
+		t.Error("Holds(1, 20) is true after entries 1-3 were deleted")
+	}
+}

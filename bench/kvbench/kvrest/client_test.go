@@ -33,6 +33,14 @@ type fakeMember struct {
 	body    string // the last request's
 }
 
+// set changes the member's behaviour under its lock: a handler of an
+// earlier request may still be reading it.
+func (f *fakeMember) set(change func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change()
+}
+
 func (f *fakeMember) serve(name string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -158,7 +166,7 @@ func TestClientCAS(t *testing.T) {
 		t.Errorf("a missing key: %v", err)
 	}
 	f.alternate(t)
-	f.force = 503
+	f.set(func() { f.force = 503 })
 	if _, err := c.Read(ctx, "k"); !errors.As(err, &oe) || oe.Kind != "503" || !oe.Retry || !strings.Contains(err.Error(), "forced") {
 		t.Errorf("503: %v", err)
 	}
@@ -204,7 +212,7 @@ func TestClientOperations(t *testing.T) {
 		t.Errorf("the one-key put-many's body: %s", got)
 	}
 	// Creating a key that exists is an error of its status.
-	f.force = 409
+	f.set(func() { f.force = 409 })
 	var oe *kvbench.OpError
 	if err := c.Create(ctx, "k2", v); !errors.As(err, &oe) || oe.Kind != "409" {
 		t.Errorf("create of an existing key: %v", err)
@@ -272,19 +280,19 @@ func TestErrorKinds(t *testing.T) {
 		}
 		return oe.Kind, oe.Retry
 	}
-	f.force = 503
+	f.set(func() { f.force = 503 })
 	if k, retry := kind(c.Create(ctx, "k", v)); k != OutcomeUnknown || retry {
 		t.Errorf("a 503 to a create: %s (retry %v), want %s", k, retry, OutcomeUnknown)
 	}
-	f.outcome = "not-applied"
+	f.set(func() { f.outcome = "not-applied" })
 	if k, retry := kind(c.Create(ctx, "k", v)); k != "503" || !retry {
 		t.Errorf("a 503 not applied: %s (retry %v), want 503", k, retry)
 	}
-	f.force, f.outcome, f.delay = 0, "", time.Second
+	f.set(func() { f.force, f.outcome, f.delay = 0, "", time.Second })
 	if k, retry := kind(c.Put(ctx, "k", v)); k != "timeout" || !retry {
 		t.Errorf("a slow member: %s (retry %v), want timeout", k, retry)
 	}
-	f.delay = 0
+	f.set(func() { f.delay = 0 }) // after the slow request's handler is done
 	cfg.Endpoints = []string{"http://127.0.0.1:1"} // nothing listens there
 	c = testClient(t, &cfg)
 	if k, retry := kind(c.Put(ctx, "k", v)); k != "transport" || !retry {

@@ -292,7 +292,7 @@ func TestErrorKinds(t *testing.T) {
 	if k, retry := kind(c.Put(ctx, "k", v)); k != "timeout" || !retry {
 		t.Errorf("a slow member: %s (retry %v), want timeout", k, retry)
 	}
-	f.set(func() { f.delay = 0 }) // after the slow request's handler is done
+	f.set(func() { f.delay = 0 })                  // after the slow request's handler is done
 	cfg.Endpoints = []string{"http://127.0.0.1:1"} // nothing listens there
 	c = testClient(t, &cfg)
 	if k, retry := kind(c.Put(ctx, "k", v)); k != "transport" || !retry {

@@ -45,9 +45,12 @@ test: test-go test-k8s test-monitoring test-browser test-docker test-fuse test-c
 # during 100 MiB writes, failover within bounds), and with another
 # package's race-instrumented tests on the same two cores they were starved
 # of CPU (CI at a81e8bd: TestLargeWrites saw group 3 hold two elections).
+# -timeout 20m: node's in-process clusters take about 6 minutes under
+# -race on this machine kind alone (2026-11-29), near go test's default
+# 10-minute bound per package when another package shares the cores.
 test-go:
-	go test -race $$(go list ./... | grep -v '/e2e$$')
-	go test -race -p 1 ./e2e/
+	go test -race -timeout 20m $$(go list ./... | grep -v '/e2e$$')
+	go test -race -timeout 20m -p 1 ./e2e/
 
 test-k8s:
 	cd deploy/k8stest && go test -count=1 ./...

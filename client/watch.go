@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/client/internal/sse"
+	"github.com/kvnode/kvnode/client/internal/wire"
 )
 
 // WatchOptions say what a watch follows (GET /kv/v1/watch): a region's
@@ -185,6 +187,7 @@ type watch struct {
 	// seen are the initial entries delivered before ready: a stream that
 	// drops before it starts them again, and none is delivered twice.
 	seen map[string]string
+	dec  wire.EventDecoder
 }
 
 // errStopped: the caller broke the loop.
@@ -287,17 +290,14 @@ func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (acce
 }
 
 // event turns one SSE event into the Event to deliver (ok false: none).
+// Its data is copied once, for the caller to keep; Value is a slice of it.
 func (w *watch) event(ev sse.Event) (Event, bool, error) {
-	var d struct {
-		Event
-		Cause string `json:"cause"`
-		Token string `json:"token"`
-	}
-	if err := json.Unmarshal([]byte(ev.Data), &d); err != nil {
+	data := json.RawMessage(bytes.Clone(ev.Data))
+	d, err := w.dec.Decode(data)
+	if err != nil {
 		return Event{}, false, fmt.Errorf("%w: event %s: its data is not JSON: %w", errNotStream, ev.Type, err)
 	}
-	out := d.Event
-	out.Type, out.Token, out.Data = ev.Type, ev.ID, json.RawMessage(ev.Data)
+	out := Event{Type: ev.Type, Region: d.Region, Key: d.Key, Value: d.Value, Token: ev.ID, Data: data}
 	switch ev.Type {
 	case EventReady:
 		// Every stream starts with one, a resumed one too: the caller is

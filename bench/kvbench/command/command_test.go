@@ -174,7 +174,7 @@ func TestWatchWorkload(t *testing.T) {
 		t.Errorf("an unknown target: exit %d, stderr %q; want %d and the targets known", r.code, r.errOut, exitUsage)
 	}
 	r := invoke(nil, "--endpoints", url, "--workload", "watch", "--watchers", "3", "-d", "200ms", "-q")
-	if r.code != exitFailed || !strings.Contains(r.errOut, "3 of 3 watchers did not start: watch: 404") {
+	if r.code != exitFailed || !strings.Contains(r.errOut, "3 of 3 watchers did not start: watch: GET "+url+"/kv/v1/watch: 404") {
 		t.Errorf("a member without the watch: exit %d, stderr %q; want %d and the 404", r.code, r.errOut, exitFailed)
 	}
 	f.mu.Lock()

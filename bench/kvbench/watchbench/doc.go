@@ -21,12 +21,11 @@
 // the stamps, the accounting, /metrics, which etcd exposes under the same
 // names) is shared, which is what makes the two numbers comparable.
 //
-// Its kvnode watcher does not use package client's Watch, which the rest
-// of kvbench's kvnode target does (issue 31): that iterator decodes each
-// event into a client.Event, ~20 allocations and several µs per event
-// more than this package's reader, and at a million events a second on a
-// machine shared with the member that would be the tool's latency, not
-// the member's (client_cmp_test.go's benchmarks measure both).
+// Its kvnode watchers and writers are package client's (Watch, Put), as
+// every other client of the API in the repository (issue 31), with one
+// client.Client per member and connection pool; a watch stream that ends
+// ends its watcher (client.Watch would resume it: a benchmark reports
+// it). BenchmarkReadEvent is what a watcher costs per event.
 //
 // Like kvbench it is a client of the REST API only: it must not import
 // any package of the server, not even region's vocabulary, nor node, nor

@@ -43,9 +43,8 @@ func (e *etcdTarget) watch(ctx context.Context, hc *http.Client, base string, re
 	if resp.StatusCode != http.StatusOK {
 		return answerError("watch", resp)
 	}
-	// The gateway writes each message on its own line; the SSE reader's
-	// line splitting, with its bound, serves.
-	lr := newSSEReader(resp.Body)
+	// The gateway writes each message on its own line.
+	lr := newLineReader(resp.Body)
 	var buf []byte
 	for {
 		line, err := lr.readLine()
@@ -134,3 +133,18 @@ func (e *etcdTarget) put(ctx context.Context, hc *http.Client, base, key string,
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// send does req and reads its answer whole: a status other than 200 is a
+// *statusError.
+func send(hc *http.Client, req *http.Request) error {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return &statusError{resp.StatusCode}
+	}
+	return err
+}

@@ -1,91 +1,110 @@
 package watchbench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
-	"net/url"
+	"sync"
+
+	"github.com/kvnode/kvnode/client"
 )
 
-// kvnodeTarget is a kvnode member: watches are SSE streams of one region.
+// kvnodeTarget is a kvnode member, reached through package client as any
+// Go program would: watches are client.Watch of one region, writes
+// Region.Put. Each (HTTP client, member) pair has its own client.Client
+// over that HTTP client's transport, so that the writers and the watchers
+// keep their own connection pools and a request goes to the member the
+// run chose (no single hop, no retry: a refusal is counted, not hidden).
 type kvnodeTarget struct {
-	region string
-	auth   string
+	region         string
+	user, password string
+
+	mu      sync.Mutex
+	clients map[clientKey]*client.Client
 }
 
+type clientKey struct {
+	hc   *http.Client
+	base string
+}
+
+// client is the client.Client for requests through hc to base.
+func (k *kvnodeTarget) client(hc *http.Client, base string) (*client.Client, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	key := clientKey{hc, base}
+	if c, ok := k.clients[key]; ok {
+		return c, nil
+	}
+	c, err := client.New(client.Config{Endpoints: []string{base}, Username: k.user, Password: k.password,
+		RetryFor: -1, DisableSingleHop: true, DisableCompression: true, Transport: hc.Transport})
+	if err != nil {
+		return nil, fmt.Errorf("client of %s: %w", base, err)
+	}
+	if k.clients == nil {
+		k.clients = map[clientKey]*client.Client{}
+	}
+	k.clients[key] = c
+	return c, nil
+}
+
+// watch follows the region on base until ctx ends or the stream ends:
+// client.Watch would resume a broken stream, which a benchmark reports
+// instead, so the first stream that ends ends the watch (OnStream).
 func (k *kvnodeTarget) watch(ctx context.Context, hc *http.Client, base string, ready func(), value func([]byte)) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", base+"/kv/v1/watch?region="+url.QueryEscape(k.region), nil)
+	c, err := k.client(hc, base)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Accept", "text/event-stream")
-	if k.auth != "" {
-		req.Header.Set("Authorization", k.auth)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("watch: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return answerError("watch", resp)
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		return fmt.Errorf("watch: 200 with Content-Type %q, want text/event-stream", resp.Header.Get("Content-Type"))
-	}
-	sr := newSSEReader(resp.Body)
-	for {
-		ev, err := sr.next()
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var ended error
+	started := false
+	opts := client.WatchOptions{Region: k.region, OnStream: func(s client.WatchStream) {
+		if s.Err != nil {
+			ended, started = s.Err, s.Member != ""
+			cancel()
+		}
+	}}
+	for ev, err := range c.Watch(ctx, opts) {
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("%w: the member closed it without an error or end event", errEnded)
+			if errors.Is(err, client.ErrWatchEnded) {
+				return fmt.Errorf("%w: %w", errEnded, err)
 			}
-			return fmt.Errorf("watch stream: %w", err)
+			return fmt.Errorf("watch: %w", err)
 		}
-		switch ev.name {
-		case "ready":
+		switch ev.Type {
+		case client.EventReady:
 			ready()
-		case "error", "end":
-			var doc struct {
-				Cause string `json:"cause"`
-			}
-			_ = json.Unmarshal(ev.data, &doc) // the cause is for the report; a body without one still ends the stream
-			return fmt.Errorf("%w: %s event: %s", errEnded, ev.name, doc.Cause)
-		case "create", "update":
-			value(ev.data) // the event's JSON: the stamp is found in it by a byte search
+		case client.EventCreate, client.EventUpdate:
+			value(ev.Value) // the stamp is found in it by a byte search
 		}
 	}
+	switch {
+	case parent.Err() != nil:
+		return parent.Err()
+	case ended == nil:
+		return fmt.Errorf("%w: the watch stopped without a reason", errEnded)
+	case started:
+		return fmt.Errorf("%w: %w", errEnded, ended)
+	case errors.Is(ended, client.ErrUnavailable):
+		return fmt.Errorf("watch: %w (the member serves at most --max-watchers watches: start it with more)", ended)
+	}
+	return fmt.Errorf("watch: %w", ended) // refused: no stream started
 }
 
+// put writes v to key through base, within hc's timeout.
 func (k *kvnodeTarget) put(ctx context.Context, hc *http.Client, base, key string, v []byte) error {
-	u := base + "/kv/v1/" + url.PathEscape(k.region) + "/" + url.PathEscape(key)
-	req, err := http.NewRequestWithContext(ctx, "PUT", u, bytes.NewReader(v))
+	c, err := k.client(hc, base)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if k.auth != "" {
-		req.Header.Set("Authorization", k.auth)
+	if hc.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, hc.Timeout)
+		defer cancel()
 	}
-	return send(hc, req)
-}
-
-// send does req and reads its answer whole: a status other than 200 is a
-// *statusError.
-func send(hc *http.Client, req *http.Request) error {
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return &statusError{resp.StatusCode}
-	}
-	return err
+	return c.Region(k.region).Put(ctx, key, v)
 }

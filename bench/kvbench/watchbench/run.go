@@ -1,9 +1,8 @@
 package watchbench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvnode/kvnode/bench/kvbench"
+	"github.com/kvnode/kvnode/client"
 )
 
 // fileSlack is the files besides the watchers' sockets: writers' and
@@ -292,28 +292,21 @@ func every(ctx context.Context, d time.Duration, f func()) (stop func()) {
 }
 
 // createRegion creates the region with the management API; one that
-// exists already is fine (its type is what it is).
+// exists already is fine (its type is what it is). Config.Validate has
+// refused it for any target but kvnode.
 func (r *runner) createRegion(ctx context.Context) error {
 	cfg := r.cfg
-	body, err := json.Marshal(map[string]string{"name": cfg.Region, "type": cfg.CreateRegion})
+	k, ok := r.target.(*kvnodeTarget)
+	if !ok {
+		return fmt.Errorf("create region: target %s has no regions", cfg.Target)
+	}
+	c, err := k.client(r.writeHC, cfg.Endpoints[0])
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", cfg.Endpoints[0]+"/management/v1/regions", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if r.auth != "" {
-		req.Header.Set("Authorization", r.auth)
-	}
-	resp, err := r.writeHC.Do(req)
-	if err != nil {
-		return fmt.Errorf("create region: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusConflict {
-		return answerError("create region "+cfg.Region, resp)
+	err = c.CreateRegion(ctx, client.RegionInfo{Name: cfg.Region, Type: cfg.CreateRegion})
+	if err != nil && !errors.Is(err, client.ErrConflict) {
+		return fmt.Errorf("create region %s: %w", cfg.Region, err)
 	}
 	return nil
 }

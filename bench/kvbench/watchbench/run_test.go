@@ -216,7 +216,7 @@ func TestRunMissing(t *testing.T) {
 	if want := [5]int64{500, 500 - 1 - 50, 1 + 50, 2, 1}; got != want {
 		t.Errorf("expected, delivered, missing, watchers missing, duplicates: got %v, want %v", got, want)
 	}
-	if len(res.Ended) != 1 || res.Ended["stream ended: error event: slow consumer"] != 1 {
+	if len(res.Ended) != 1 || res.Ended["stream ended: the member ended the stream: slow consumer"] != 1 {
 		t.Errorf("ended: got %v, want one stream ended by its slow-consumer error", res.Ended)
 	}
 	var doc map[string]any
@@ -230,12 +230,12 @@ func TestRunMissing(t *testing.T) {
 func TestRunRefused(t *testing.T) {
 	m, url := newFakeMember(t)
 	m.maxWatchers = 5
-	if _, err := Run(context.Background(), testConfig(url, 10), kvbench.Output{}); err == nil || !strings.Contains(err.Error(), "5 of 10 watchers did not start: watch: 503") || !strings.Contains(err.Error(), "--max-watchers") {
+	if _, err := Run(context.Background(), testConfig(url, 10), kvbench.Output{}); err == nil || !strings.Contains(err.Error(), "5 of 10 watchers did not start: watch: GET "+url+"/kv/v1/watch: 503") || !strings.Contains(err.Error(), "--max-watchers") {
 		t.Errorf("10 watchers of a member serving 5: got %v, want 5 not started with the 503 and --max-watchers", err)
 	}
 	cfg := testConfig(url, 2)
 	cfg.Region = "nope"
-	if _, err := Run(context.Background(), cfg, kvbench.Output{}); err == nil || !strings.Contains(err.Error(), `404 region "nope" not found`) {
+	if _, err := Run(context.Background(), cfg, kvbench.Output{}); err == nil || !strings.Contains(err.Error(), `did not start: watch: GET `+url+`/kv/v1/watch: 404: region "nope" not found`) {
 		t.Errorf("a region that does not exist: got %v, want the 404 and its cause", err)
 	}
 	m.mu.Lock()

@@ -1,9 +1,7 @@
 package watchbench
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -81,35 +79,5 @@ func TestDeliveryAccounting(t *testing.T) {
 	w3.flush(lat2)
 	if h := lat2.merged(); h.TotalCount() != 1 || h.Max() != histMin {
 		t.Errorf("a negative latency: got %d values, max %d µs; want 1 of %d µs", h.TotalCount(), h.Max(), histMin)
-	}
-}
-
-// BenchmarkReadEvent is the watchers' cost per event received (SSE
-// parsing, stamp, bookkeeping): at 1,000 watchers × 1,000 writes/s the
-// tool reads a million events a second on the member's machine, so this
-// bounds what the tool takes from the member it measures.
-func BenchmarkReadEvent(b *testing.B) {
-	var stream []byte
-	const events = 4096
-	for seq := range events {
-		v := encodeValue("r1", int64(seq), time.Now(), 0)
-		stream = fmt.Appendf(stream, "event: update\nid: 0:%d.0\ndata: {\"type\":\"update\",\"region\":\"watched\",\"key\":\"w-%d\",\"value\":%s}\n\n", seq+2, seq%1000, v)
-	}
-	f, lat := newStampFinder("r1"), newLatencies()
-	b.SetBytes(int64(len(stream) / events))
-	b.ResetTimer()
-	for i := 0; i < b.N; {
-		w := newWatcher(0, events)
-		sr := newSSEReader(bytes.NewReader(stream))
-		for ; i < b.N; i++ {
-			ev, err := sr.next()
-			if err != nil {
-				break
-			}
-			if st, ok := f.find(ev.data); ok {
-				w.received(st, time.Now(), lat)
-			}
-		}
-		w.flush(lat)
 	}
 }

@@ -9,7 +9,7 @@ import (
 // The systems a watch run can measure (Config.Target).
 const (
 	// TargetKvnode watches GET /kv/v1/watch?region= (Server-Sent Events)
-	// and writes with PUT /kv/v1/{region}/{key}.
+	// and writes with PUT /kv/v1/{region}/{key}, through package client.
 	TargetKvnode = "kvnode"
 	// TargetEtcd watches with POST /v3/watch and writes with POST
 	// /v3/kv/put on etcd's JSON gateway; the region is a key prefix
@@ -37,7 +37,7 @@ type target interface {
 func newTarget(cfg *Config) (target, error) {
 	switch cfg.Target {
 	case "", TargetKvnode:
-		return &kvnodeTarget{region: cfg.Region, auth: cfg.Authorization()}, nil
+		return &kvnodeTarget{region: cfg.Region, user: cfg.User, password: cfg.Password}, nil
 	case TargetEtcd:
 		return &etcdTarget{prefix: cfg.Region + "/"}, nil
 	}

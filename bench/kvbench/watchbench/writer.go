@@ -15,6 +15,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/kvnode/kvnode/bench/kvbench"
+	"github.com/kvnode/kvnode/client"
 )
 
 // Outcome of each write, by sequence number.
@@ -91,7 +92,8 @@ func (w *writes) count(o byte) int64 {
 	return int64(bytes.Count(w.outcome, []byte{o}))
 }
 
-// statusError is a write the member answered with something else than 200.
+// statusError is a write etcd answered with something else than 200 (a
+// kvnode member's refusal is a *client.Error).
 type statusError struct{ status int }
 
 func (e *statusError) Error() string { return fmt.Sprintf("write answered %d", e.status) }
@@ -100,10 +102,13 @@ func (e *statusError) Error() string { return fmt.Sprintf("write answered %d", e
 // timeout, or transport when no answer came.
 func errorKind(err error) string {
 	var se *statusError
+	var ce *client.Error
 	var ne net.Error
 	switch {
 	case errors.As(err, &se):
 		return strconv.Itoa(se.status)
+	case errors.As(err, &ce):
+		return strconv.Itoa(ce.Status)
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return "timeout"
 	default:

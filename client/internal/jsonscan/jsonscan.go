@@ -26,50 +26,7 @@ const maxDepth = 10000
 func Object(data []byte, fn func(name, value []byte)) bool {
 	s := scanner{data: data}
 	s.space()
-	if s.i >= len(s.data) || s.data[s.i] != '{' {
-		return false
-	}
-	s.i++
-	s.space()
-	if s.peek() == '}' {
-		s.i++
-		return s.end()
-	}
-	for {
-		if s.peek() != '"' {
-			return false
-		}
-		start := s.i
-		if escaped, ok := s.string(); !ok || escaped {
-			return false
-		}
-		name := data[start+1 : s.i-1]
-		if !utf8.Valid(name) {
-			return false
-		}
-		s.space()
-		if s.peek() != ':' {
-			return false
-		}
-		s.i++
-		s.space()
-		vstart := s.i
-		if !s.value(1) {
-			return false
-		}
-		fn(name, data[vstart:s.i])
-		s.space()
-		switch s.peek() {
-		case ',':
-			s.i++
-			s.space()
-		case '}':
-			s.i++
-			return s.end()
-		default:
-			return false
-		}
-	}
+	return s.peek() == '{' && s.object(1, fn) && s.end()
 }
 
 // String is the text of value, a raw JSON string, when it holds no escape
@@ -131,7 +88,7 @@ func (s *scanner) value(depth int) bool {
 		_, ok := s.string()
 		return ok
 	case c == '{':
-		return s.object(depth + 1)
+		return s.object(depth+1, nil)
 	case c == '[':
 		return s.array(depth + 1)
 	case c == '-' || c >= '0' && c <= '9':
@@ -146,8 +103,10 @@ func (s *scanner) value(depth int) bool {
 	return false
 }
 
-// object skips an object nested at depth.
-func (s *scanner) object(depth int) bool {
+// object skips an object nested at depth (i at its brace), calling fn,
+// when not nil, with each member whose name is plain (a name that is not
+// is invalid then).
+func (s *scanner) object(depth int, fn func(name, value []byte)) bool {
 	if depth > maxDepth {
 		return false
 	}
@@ -161,7 +120,13 @@ func (s *scanner) object(depth int) bool {
 		if s.peek() != '"' {
 			return false
 		}
-		if _, ok := s.string(); !ok {
+		start := s.i
+		escaped, ok := s.string()
+		if !ok {
+			return false
+		}
+		name := s.data[start+1 : s.i-1]
+		if fn != nil && (escaped || !utf8.Valid(name)) {
 			return false
 		}
 		s.space()
@@ -170,8 +135,12 @@ func (s *scanner) object(depth int) bool {
 		}
 		s.i++
 		s.space()
+		vstart := s.i
 		if !s.value(depth) {
 			return false
+		}
+		if fn != nil {
+			fn(name, s.data[vstart:s.i])
 		}
 		s.space()
 		switch s.peek() {

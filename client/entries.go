@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvnode/kvnode/client/internal/jsonscan"
 )
 
 // Region is a handle on one region's entries; it holds nothing but the
@@ -126,7 +128,7 @@ func encode(value any) ([]byte, error) {
 			return nil, fmt.Errorf("%w: encoding the value: %w", ErrInvalidArgument, err)
 		}
 	}
-	if !json.Valid(data) {
+	if !jsonscan.Valid(data) {
 		return nil, fmt.Errorf("%w: the value is not JSON", ErrInvalidArgument)
 	}
 	return data, nil

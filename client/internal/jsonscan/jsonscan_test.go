@@ -25,6 +25,9 @@ func members(data []byte) ([]member, bool) {
 // json.Unmarshal decodes from a plain string.
 func check(t *testing.T, data []byte) {
 	t.Helper()
+	if got, want := Valid(data), json.Valid(data); got != want {
+		t.Fatalf("Valid(%q) = %v, json.Valid %v", data, got, want)
+	}
 	got, ok := members(data)
 	var m map[string]json.RawMessage
 	isObject := json.Valid(data) && json.Unmarshal(data, &m) == nil && m != nil
@@ -90,6 +93,9 @@ func TestObject(t *testing.T) {
 		{`{"a" 1}`, nil, false},
 		{`{"a":{"b":1}`, nil, false},
 		{"", nil, false},
+		{" 1 ", nil, false},
+		{`"s"`, nil, false},
+		{"[" + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + "]", nil, false},
 		{`{"a":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`, nil, false},
 		{`{"a":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`,
 			[]member{{"a", strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1)}}, true},
@@ -171,6 +177,14 @@ func BenchmarkObject(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		Object(data, func(name, value []byte) {})
+	}
+}
+
+func BenchmarkValid(b *testing.B) {
+	data := []byte(`{"type":"update","region":"watched","key":"w-17","value":{"writer":"r1","seq":123456,"sent":1764412345678901234,"pad":"` + strings.Repeat("x", 140) + `"}}`)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		Valid(data)
 	}
 }
 

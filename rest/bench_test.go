@@ -50,6 +50,20 @@ func BenchmarkGetEntry(b *testing.B) {
 	}
 }
 
+// BenchmarkGetEntryStale is the cheapest request there is: a read served
+// from this member's memory, no Raft round (issue 30's HTTP path).
+func BenchmarkGetEntryStale(b *testing.B) {
+	h := benchHandler(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/kv/v1/orders/k1?consistency=stale", nil))
+		if w.Code != 200 {
+			b.Fatalf("status = %d, want 200", w.Code)
+		}
+	}
+}
+
 func BenchmarkGetTwoEntries(b *testing.B) {
 	h := benchHandler(b)
 	b.ReportAllocs()

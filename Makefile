@@ -28,8 +28,11 @@ image: build
 #   test-docker       tag docker: image, compose cluster, kill, cut, restart
 #   test-fuse         tag chaos: chaos/powerfs mounted for real, raft
 #                     snapshots across a power cut (store/raftgroup)
-#   test-chaos-short  tag chaos: every scenario 20 s on processes (power loss
+#   test-chaos-short  tag chaos: every scenario 15 s on processes (power loss
 #                     and multi-key operations included), five on compose
+#                     (15 s, not 20: CI took 30.5 minutes on 2026-11-29,
+#                     the chaos passes 7.4 of them; longer runs are
+#                     make chaos's, recorded in docs/chaos.md)
 #
 # Not part of test (nor of CI: etcd's first build from an empty cache costs
 # more than CI's margin, see the README's Tests):
@@ -76,9 +79,9 @@ test-fuse: need-fuse
 
 test-chaos-short: need-docker need-fuse
 	go test -tags chaos -run 'TestChaos$$' -count=1 -timeout 25m ./chaos/ \
-		-args -chaos.duration=20s -chaos.results=$(CURDIR)/chaos-results
+		-args -chaos.duration=15s -chaos.results=$(CURDIR)/chaos-results
 	go test -tags chaos -run 'TestChaos$$' -count=1 -timeout 15m ./chaos/ \
-		-args -chaos.backend=compose -chaos.duration=20s -chaos.results=$(CURDIR)/chaos-results \
+		-args -chaos.backend=compose -chaos.duration=15s -chaos.results=$(CURDIR)/chaos-results \
 		-chaos.scenarios=kill-leader,pause-leader,partition,crash-all,random
 
 need-chromium:

@@ -7,10 +7,7 @@
 // value that is not plain) is left to encoding/json by the caller.
 package jsonscan
 
-import (
-	"bytes"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // maxDepth is encoding/json's bound on nesting: a document it refuses,
 // this package refuses.
@@ -197,41 +194,36 @@ func (s *scanner) array(depth int) bool {
 // string skips a string (i at its opening quote), reporting whether it
 // held an escape and whether it is valid: closed, no control character,
 // escapes JSON knows. Like encoding/json, it lets bytes that are not
-// UTF-8 through (decoding makes them U+FFFD; String refuses them). The
-// closing quote is found with bytes.IndexByte, the span before it checked
-// in a loop of its own: most strings hold no escape.
+// UTF-8 through (decoding makes them U+FFFD; String refuses them). A
+// plain loop: an event's strings are short, where bytes.IndexByte's setup
+// costs more than it saves (measured: 14% of a watch's time in it).
 func (s *scanner) string() (escaped, ok bool) {
-	i := s.i + 1
-	for {
-		j := bytes.IndexByte(s.data[i:], '"')
-		if j < 0 {
-			return escaped, false
-		}
-		span := s.data[i : i+j]
-		k := 0
-		for k < len(span) && span[k] >= 0x20 && span[k] != '\\' {
-			k++
-		}
-		if k == len(span) {
-			s.i = i + j + 1
+	data, i := s.data, s.i+1
+	for i < len(data) {
+		c := data[i]
+		switch {
+		case c == '"':
+			s.i = i + 1
 			return escaped, true
-		}
-		if span[k] != '\\' {
+		case c < 0x20:
 			return escaped, false
+		case c != '\\':
+			i++
+			continue
 		}
 		escaped = true
-		i += k + 1 // past the backslash: the quote found may be the escaped one
-		if i >= len(s.data) {
+		i++ // past the backslash
+		if i >= len(data) {
 			return escaped, false
 		}
-		switch s.data[i] {
+		switch data[i] {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			i++
 		case 'u':
-			if i+5 > len(s.data) {
+			if i+5 > len(data) {
 				return escaped, false
 			}
-			for _, h := range s.data[i+1 : i+5] {
+			for _, h := range data[i+1 : i+5] {
 				if !isHex(h) {
 					return escaped, false
 				}
@@ -241,6 +233,7 @@ func (s *scanner) string() (escaped, ok bool) {
 			return escaped, false
 		}
 	}
+	return escaped, false
 }
 
 func isHex(c byte) bool {

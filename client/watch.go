@@ -47,6 +47,13 @@ type WatchOptions struct {
 	// OnStream, when set, is told of each stream's start and end, before
 	// its events are delivered, in the iterator's goroutine.
 	OnStream func(WatchStream)
+	// Undecoded delivers the changes with Type, Token and Data only, as
+	// the member sent them and unchecked (Region, Key and Value empty):
+	// for a program that passes events on or reads what it needs from
+	// Data itself, at hundreds of thousands a second (decoding is about
+	// half of what an event costs the client). Initial entries, ready and
+	// the end are decoded as ever.
+	Undecoded bool
 }
 
 // WatchStream is one request of a watch, for OnStream.
@@ -293,6 +300,12 @@ func (w *watch) stream(ctx context.Context, yield func(Event, error) bool) (acce
 // Its data is copied once, for the caller to keep; Value is a slice of it.
 func (w *watch) event(ev sse.Event) (Event, bool, error) {
 	data := json.RawMessage(bytes.Clone(ev.Data))
+	switch ev.Type {
+	case EventCreate, EventUpdate, EventDestroy, EventExpire, EventClear:
+		if w.opts.Undecoded {
+			return Event{Type: ev.Type, Token: ev.ID, Data: data}, true, nil
+		}
+	}
 	d, err := w.dec.Decode(data)
 	if err != nil {
 		return Event{}, false, fmt.Errorf("%w: event %s: its data is not JSON: %w", errNotStream, ev.Type, err)

@@ -97,3 +97,38 @@ func TestWatchIdleAndOnStream(t *testing.T) {
 		t.Fatalf("the second member was asked to resume after %q, want t2", whole.resumed)
 	}
 }
+
+// TestWatchUndecoded: with Undecoded the changes come with their type,
+// token and data only, as the member sent them; ready is decoded as ever,
+// and a later type too.
+func TestWatchUndecoded(t *testing.T) {
+	srv := httptest.NewServer(&sseMember{n: 2})
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	c, err := client.New(client.Config{Endpoints: []string{srv.URL}, DisableSingleHop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got []string
+	for ev, err := range c.Watch(ctx, client.WatchOptions{Region: "r", Undecoded: true}) {
+		if err != nil {
+			t.Fatalf("watch: %v", err)
+		}
+		got = append(got, fmt.Sprintf("%s:%s key=%q value=%s data=%s", ev.Type, ev.Token, ev.Key, ev.Value, ev.Data))
+		if ev.Token == "t2" {
+			break
+		}
+	}
+	want := []string{
+		`ready:t0 key="" value= data={"type":"ready"}`,
+		`update:t1 key="" value= data={"type":"update","key":"k","value":{"v":1}}`,
+		`later:t1 key="k" value= data={"type":"later","key":"k"}`,
+		`update:t2 key="" value= data={"type":"update","key":"k","value":{"v":2}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -81,13 +81,7 @@
 //     answer, so that every answer, a 414 included, carries both;
 //     compression wraps every writer of answers, error answers included;
 //     request bodies are decoded (gzip) only for authenticated requests,
-//     and the body size limit applies to the decoded bytes. The chain is
-//     built once (composed), not by Echo for every request, and the URL
-//     is rewritten for the router (the Geode alias, the escaped path) by
-//     plain handlers around Echo, with no Pre middleware: issue 30's
-//     profile of the cheapest read found a closure per middleware per
-//     request (52 allocations of a stale GET in BenchmarkGetEntryStale,
-//     33 since).
+//     and the body size limit applies to the decoded bytes.
 //   - Every log line this package writes for a request ends with its
 //     request_id (X-Request-ID), so that a client's report can be found.
 //   - GET /metrics serves the node's metrics (Config.Metrics, built by

@@ -65,33 +65,12 @@ func kvBase(c echo.Context) string {
 // The single key "keys" is written %6Beys: plain, its URL would be the
 // /{region}/keys endpoint instead of the entry.
 func entryURL(c echo.Context, regionName string, keys ...string) string {
-	// One allocation, the answer's: every GET of an entry names it
-	// (Content-Location).
-	scheme, prefix, region := "http://", apiPrefix(c), url.PathEscape(regionName)
-	if c.Request().TLS != nil {
-		scheme = "https://"
-	}
-	n := len(scheme) + len(c.Request().Host) + len(prefix) + len(region) + 1
-	for _, k := range keys {
-		n += len(k) + 1 // escaping may grow it: the builder then grows
-	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteString(scheme)
-	b.WriteString(c.Request().Host)
-	b.WriteString(prefix)
-	b.WriteByte('/')
-	b.WriteString(region)
-	b.WriteByte('/')
-	if len(keys) == 1 && keys[0] == "keys" {
-		b.WriteString("%6Beys")
-		return b.String()
-	}
+	escaped := make([]string, len(keys))
 	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(url.PathEscape(k))
+		escaped[i] = url.PathEscape(k)
 	}
-	return b.String()
+	if len(keys) == 1 && keys[0] == "keys" {
+		escaped[0] = "%6Beys"
+	}
+	return kvBase(c) + "/" + url.PathEscape(regionName) + "/" + strings.Join(escaped, ",")
 }

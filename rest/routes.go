@@ -188,15 +188,10 @@ func apiPrefix(c echo.Context) string {
 	return kvPrefix
 }
 
-// handle registers h behind the route's middleware m for method and path
-// and remembers the method for the path's Allow header. The chain is
-// built here, once (Echo's route middleware would build it for every
-// request, as composed says).
+// handle registers h for method and path and remembers the method for the
+// path's Allow header.
 func (s *Server) handle(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
-	for i := len(m) - 1; i >= 0; i-- {
-		h = m[i](h)
-	}
-	s.echo.Add(method, path, h)
+	s.echo.Add(method, path, h, m...)
 	s.allow[path] = append(s.allow[path], method)
 }
 

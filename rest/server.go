@@ -103,7 +103,6 @@ type Server struct {
 	cluster ClusterInfo
 	watches *watch.Handler
 	echo    *echo.Echo
-	handler http.Handler // echo behind the URL's rewriting (Handler)
 	// allow maps a route path (as Echo names it, e.g. "/kv/v1/:region") to the
 	// methods registered on it, for the Allow header of 405 answers that a
 	// handler decides (DELETE on a partitioned region) rather than the router.
@@ -150,20 +149,18 @@ func New(cfg Config, store Store, members Members, cluster ClusterInfo) *Server 
 		allow:   map[string][]string{},
 	}
 	e.HTTPErrorHandler = s.handleError
-	// Before routing, outside Echo: the URL as the router sees it.
-	s.handler = middleware.AliasPrefix(geodePrefix, kvPrefix, routeOnEscapedPath(e))
-	// After routing: the request's ID first, so that every answer has it;
-	// CORS before anything else that can answer, so that a page can read
-	// every answer, errors included; the client's URL back for everything
-	// that reads it; compression around everything that writes an answer;
-	// request bodies decoded only for authenticated requests.
-	chain := []echo.MiddlewareFunc{middleware.RequestID()}
+	// Before routing: the request's ID first, so that every answer has
+	// it; CORS before anything that can answer, so that a page can read
+	// every answer, errors included; then the URL as the router sees it.
+	e.Pre(middleware.RequestID())
 	if len(cfg.CORSOrigins) > 0 {
-		chain = append(chain, middleware.CORS(cfg.CORSOrigins))
+		e.Pre(middleware.CORS(cfg.CORSOrigins))
 	}
-	chain = append(chain, limitURL, middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, middleware.Recover(s.log),
-		s.authenticate, middleware.Decompress(), s.deadline, routing.CountHops)
-	e.Use(composed(chain...))
+	e.Pre(limitURL, middleware.AliasPrefix(geodePrefix, kvPrefix), routeOnEscapedPath)
+	// After routing: the client's URL back for everything that reads it;
+	// compression around everything that writes an answer; request bodies
+	// decoded only for authenticated requests.
+	e.Use(middleware.RestoreAliasedURL, middleware.Compress(), s.accessLog, middleware.Recover(s.log), s.authenticate, middleware.Decompress(), s.deadline, routing.CountHops)
 	s.routes()
 	return s
 }
@@ -186,20 +183,7 @@ func limitURL(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // Handler returns the Echo instance; the caller owns the http.Server.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// composed is mws as one middleware, its chain built once. Echo v4 calls
-// every middleware anew for each request (ServeHTTP's applyMiddleware), a
-// closure each: a dozen allocations for every request, the cheapest read
-// included. The chain built here ends in the handler the router chose
-// for the request (c.Handler()), which is the next Echo passes.
-func composed(mws ...echo.MiddlewareFunc) echo.MiddlewareFunc {
-	h := func(c echo.Context) error { return c.Handler()(c) }
-	for i := len(mws) - 1; i >= 0; i-- {
-		h = mws[i](h)
-	}
-	return func(echo.HandlerFunc) echo.HandlerFunc { return h }
-}
+func (s *Server) Handler() http.Handler { return s.echo }
 
 // routeOnEscapedPath makes Echo route on the escaped path. Echo matches
 // r.URL.RawPath when it is set and r.URL.Path otherwise, and Go sets RawPath
@@ -208,11 +192,12 @@ func composed(mws ...echo.MiddlewareFunc) echo.MiddlewareFunc {
 // "100%" sent as 100%25 would reach the handler already decoded, so decoding
 // it again would fail. Always routing on the escaped form and decoding each
 // parameter exactly once (pathParam) gives one rule for every key.
-func routeOnEscapedPath(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.URL.RawPath = r.URL.EscapedPath()
-		next.ServeHTTP(w, r)
-	})
+func routeOnEscapedPath(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		u := c.Request().URL
+		u.RawPath = u.EscapedPath()
+		return next(c)
+	}
 }
 
 // deadline puts the server-side deadline on every request, so that no

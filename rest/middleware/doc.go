@@ -2,9 +2,8 @@
 // know nothing of what the API means: gzip of answers (Compress) and of
 // request bodies (Decompress), cross-origin access for browsers (CORS),
 // request IDs (RequestID), and serving one path prefix as another
-// (AliasPrefix, for Geode's /geode/v1, a handler around the router).
-// Package rest puts them in its Echo chain; they work for every route
-// alike, the API's and Swagger UI's.
+// (AliasPrefix, for Geode's /geode/v1). Package rest puts them in its Echo
+// chain; they work for every route alike, the API's and Swagger UI's.
 //
 // What each guarantees, and why:
 //

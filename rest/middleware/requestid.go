@@ -12,9 +12,8 @@ import (
 // one is replaced, so that a client cannot fill the logs through it.
 const MaxRequestIDLen = 128
 
-// headerRequestID is X-Request-ID as net/http keeps it (canonical), so
-// that reading it back costs no allocation.
-const headerRequestID = "X-Request-Id"
+// requestIDKey is where the request's ID waits in the Echo context.
+const requestIDKey = "kvnode.requestID"
 
 // RequestID gives every request an ID: the client's X-Request-ID when it
 // is 1 to MaxRequestIDLen visible ASCII characters (no spaces, no control
@@ -28,20 +27,17 @@ func RequestID() echo.MiddlewareFunc {
 			if !validRequestID(id) {
 				id = newRequestID()
 			}
-			c.Response().Header()[headerRequestID] = []string{id}
+			c.Set(requestIDKey, id)
+			c.Response().Header().Set(echo.HeaderXRequestID, id)
 			return next(c)
 		}
 	}
 }
 
-// RequestIDOf is the request's ID ("" before RequestID ran): what the
-// answer's X-Request-ID says (Echo's context store would cost a map for
-// every request).
+// RequestIDOf is the request's ID ("" before RequestID ran).
 func RequestIDOf(c echo.Context) string {
-	if v := c.Response().Header()[headerRequestID]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
+	id, _ := c.Get(requestIDKey).(string)
+	return id
 }
 
 // validRequestID: 1 to MaxRequestIDLen bytes from '!' to '~'.

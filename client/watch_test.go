@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -163,6 +164,49 @@ func TestWatchGone(t *testing.T) {
 			t.Fatalf("watch of a missing region = %v, want ErrNotFound", err)
 		}
 		break
+	}
+}
+
+// TestWatchUndecodedOnCluster: a watch with Undecoded delivers each
+// change as the member wrote it (its data holds the key and the value),
+// with its token, and leaves Key and Value to the caller.
+func TestWatchUndecodedOnCluster(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	c := tc.c
+	if err := c.CreateRegion(ctx(t), client.RegionInfo{Name: "u", Type: client.Replicate}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Region("u")
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []string
+	for ev, err := range c.Watch(wctx, client.WatchOptions{Region: "u", Undecoded: true}) {
+		if err != nil {
+			t.Fatalf("watch: %v", err)
+		}
+		if ev.Type == client.EventReady {
+			for i := range 3 {
+				if err := r.Put(ctx(t), fmt.Sprintf("k%d", i), map[string]int{"n": i}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			continue
+		}
+		if ev.Key != "" || ev.Value != nil || ev.Token == "" || !json.Valid(ev.Data) {
+			t.Fatalf("undecoded event %+v: want no key or value, a token and the data as JSON", ev)
+		}
+		got = append(got, ev.Type+" "+string(ev.Data))
+		if len(got) == 3 {
+			break
+		}
+	}
+	want := []string{
+		`create {"type":"create","region":"u","key":"k0","value":{"n":0}}`,
+		`create {"type":"create","region":"u","key":"k1","value":{"n":1}}`,
+		`create {"type":"create","region":"u","key":"k2","value":{"n":2}}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -12,25 +12,24 @@
 // (group 1's highest) moves first. It reports when the bucket changed
 // owner, the latencies of the writes to it from the PATCH to then, and
 // other buckets' writes during the whole rebalance against the baseline.
-// Traffic goes to the members given (127.0.0.1), and every loop is bounded
-// by --max-time.
+// Traffic goes to the members given (127.0.0.1), through package client,
+// and every loop is bounded by --max-time.
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kvnode/kvnode/client"
 )
 
 type config struct {
@@ -84,33 +83,27 @@ func main() {
 func run(cfg config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.maxTime)
 	defer cancel()
-	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 30 * time.Second}
-	do := func(method, url, body string) (int, string, error) {
-		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-		if err != nil {
-			return 0, "", err
-		}
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		// A PATCH is not sent again by net/http when a kept-alive
-		// connection turns out closed: it gets one of its own.
-		req.Close = method == "PATCH"
-		resp, err := c.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(data), nil
+	// Package client as any Go program reaches kvnode, each request sent
+	// once (a failed write is counted, not retried) and to the members in
+	// turn, as before single hop: the move is measured, not the routing.
+	c, err := client.New(client.Config{Endpoints: cfg.members, RetryFor: -1, DisableSingleHop: true,
+		MaxIdleConnsPerMember: 256, DisableCompression: true})
+	if err != nil {
+		return err
 	}
-	if code, body, err := do("POST", cfg.members[0]+"/management/v1/regions", fmt.Sprintf(`{"name":%q,"type":"PARTITION"}`, cfg.region)); err != nil || (code != 201 && code != 409) {
-		return fmt.Errorf("create region: %d %s %v", code, body, err)
+	defer c.Close()
+	cl, r := c.Cluster(), c.Region(cfg.region)
+	if err := c.CreateRegion(ctx, client.RegionInfo{Name: cfg.region, Type: client.Partition}); err != nil && !errors.Is(err, client.ErrConflict) {
+		return fmt.Errorf("create region: %w", err)
 	}
-	moving, other := keys(cfg.bucket, cfg.entries, "b"), keys(-cfg.bucket-1, 10_000, "o")
-	value := func(k string, n int) string {
+	table, err := cl.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	moving, other := keys(cfg.bucket, cfg.entries, "b", table.Buckets), keys(-cfg.bucket-1, 10_000, "o", table.Buckets)
+	value := func(k string, n int) json.RawMessage {
 		v := fmt.Sprintf(`{"k":%q,"n":%d,"pad":"`, k, n)
-		return v + strings.Repeat("x", max(cfg.valueBytes-len(v)-2, 0)) + `"}`
+		return json.RawMessage(v + strings.Repeat("x", max(cfg.valueBytes-len(v)-2, 0)) + `"}`)
 	}
 
 	// Fill the bucket, 500 entries a request, 4 at a time.
@@ -121,13 +114,12 @@ func run(cfg config) error {
 		wg.Go(func() {
 			for from := w * 500; from < len(moving); from += 4 * 500 {
 				part := moving[from:min(from+500, len(moving))]
-				vals := make([]string, len(part))
+				entries := make([]client.Entry, len(part))
 				for i, k := range part {
-					vals[i] = value(k, 0)
+					entries[i] = client.Entry{Key: k, Value: value(k, 0)}
 				}
-				code, body, err := do("PUT", cfg.members[w%len(cfg.members)]+"/kv/v1/"+cfg.region+"/"+strings.Join(part, ","), "["+strings.Join(vals, ",")+"]")
-				if err != nil || code != 200 {
-					errs <- fmt.Errorf("fill: %d %.200s %v", code, body, err)
+				if err := r.PutAll(ctx, entries); err != nil {
+					errs <- fmt.Errorf("fill: %w", err)
 					return
 				}
 			}
@@ -140,7 +132,7 @@ func run(cfg config) error {
 	default:
 	}
 	fmt.Printf("filled bucket %d with %d entries of %d bytes in %.1fs\n", cfg.bucket, len(moving), cfg.valueBytes, time.Since(start).Seconds())
-	owner0, groups, err := ownerOf(do, cfg.members[0], cfg.bucket)
+	owner0, groups, err := ownerOf(ctx, cl, cfg.bucket)
 	if err != nil {
 		return err
 	}
@@ -156,11 +148,13 @@ func run(cfg config) error {
 		for n := 1; loadCtx.Err() == nil; n++ {
 			k := ks[rng.IntN(len(ks))]
 			began := time.Now()
-			code, _, err := do("PUT", cfg.members[id%len(cfg.members)]+"/kv/v1/"+cfg.region+"/"+k, value(k, n))
+			opCtx, done := context.WithTimeout(loadCtx, 30*time.Second)
+			err := r.Put(opCtx, k, value(k, n))
+			done()
 			if loadCtx.Err() != nil {
 				break
 			}
-			mine = append(mine, sample{at: began, took: time.Since(began), ok: err == nil && code == 200, moving: isMoving})
+			mine = append(mine, sample{at: began, took: time.Since(began), ok: err == nil, moving: isMoving})
 		}
 		mu.Lock()
 		samples = append(samples, mine...)
@@ -176,35 +170,32 @@ func run(cfg config) error {
 	time.Sleep(cfg.baseline)
 
 	patchAt := time.Now()
-	code, body, err := do("PATCH", cfg.members[0]+"/management/v1/partitions", fmt.Sprintf(`{"groups":%d}`, groups+1))
-	if err != nil || code != 202 {
-		return fmt.Errorf("PATCH partitions: %d %s %v", code, body, err)
-	}
-	var op struct {
-		Links struct {
-			Self string `json:"self"`
-		} `json:"links"`
-	}
-	if err := json.Unmarshal([]byte(body), &op); err != nil {
-		return fmt.Errorf("PATCH answer %s: %w", body, err)
+	id, err := cl.GrowPartitions(ctx, groups+1)
+	if err != nil {
+		return fmt.Errorf("grow the partition groups: %w", err)
 	}
 	var switchedAt, endAt time.Time
-	var result string
+	var result []byte
 	for endAt.IsZero() {
 		if ctx.Err() != nil {
 			return fmt.Errorf("the rebalance did not end within --max-time")
 		}
 		time.Sleep(50 * time.Millisecond)
 		if switchedAt.IsZero() {
-			if owner, _, err := ownerOf(do, cfg.members[0], cfg.bucket); err == nil && owner != owner0 {
+			if owner, _, err := ownerOf(ctx, cl, cfg.bucket); err == nil && owner != owner0 {
 				switchedAt = time.Now()
 			}
 		}
-		_, body, err := do("GET", cfg.members[0]+op.Links.Self, "")
-		if err == nil && strings.Contains(body, `"operationStatus":"SUCCESS"`) {
-			endAt, result = time.Now(), body
-		} else if strings.Contains(body, `"operationStatus":"ERROR"`) {
-			return fmt.Errorf("the rebalance failed: %s", body)
+		op, err := cl.Operation(ctx, id)
+		if err != nil {
+			continue
+		}
+		switch op.Status {
+		case client.OperationSucceeded:
+			endAt = time.Now()
+			result, _ = json.Marshal(op)
+		case client.OperationFailed:
+			return fmt.Errorf("the rebalance failed: %s", op.Result.StatusMessage)
 		}
 	}
 	if switchedAt.IsZero() {
@@ -282,50 +273,30 @@ func moveTimes(logs []string, b int) (began, ended time.Time, line string) {
 	return began, ended, line
 }
 
-// keys are n keys of bucket b with prefix (for b < 0: of any bucket but
-// -b-1).
-func keys(b, n int, prefix string) []string {
+// keys are n keys of bucket b among buckets with prefix (for b < 0: of
+// any bucket but -b-1), hashed as the members do (client.Bucket).
+func keys(b, n int, prefix string, buckets int) []string {
 	out := make([]string, 0, n)
 	for i := 0; len(out) < n; i++ {
 		k := fmt.Sprintf("%s%d", prefix, i)
-		if bk := bucketOf(k); (b >= 0 && bk == b) || (b < 0 && bk != -b-1) {
+		if bk := client.Bucket(k, buckets); (b >= 0 && bk == b) || (b < 0 && bk != -b-1) {
 			out = append(out, k)
 		}
 	}
 	return out
 }
 
-// bucketOf is key's bucket as the server hashes it (region/bucket.go:
-// fnv64a mod 113, the bucket count /management/v1/partitions lists);
-// restated, as kvbench does, since a client of the API imports nothing of
-// the server.
-func bucketOf(key string) int {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	return int(h.Sum64() % 113)
-}
-
 // ownerOf is the group that owns bucket b, and the number of groups, from
-// /management/v1/partitions.
-func ownerOf(do func(string, string, string) (int, string, error), member string, b int) (uint64, int, error) {
-	code, body, err := do("GET", member+"/management/v1/partitions", "")
-	if err != nil || code != 200 {
-		return 0, 0, fmt.Errorf("GET partitions: %d %v", code, err)
+// the partition table.
+func ownerOf(ctx context.Context, cl *client.Cluster, b int) (uint64, int, error) {
+	table, err := cl.Partitions(ctx)
+	if err != nil {
+		return 0, 0, err
 	}
-	var doc struct {
-		PartitionGroups int `json:"partitionGroups"`
-		Groups          []struct {
-			Group   uint64 `json:"group"`
-			Buckets []int  `json:"buckets"`
-		} `json:"groups"`
-	}
-	if err := json.NewDecoder(bytes.NewReader([]byte(body))).Decode(&doc); err != nil {
-		return 0, 0, fmt.Errorf("partitions: %w", err)
-	}
-	for _, g := range doc.Groups {
+	for _, g := range table.Groups {
 		if slices.Contains(g.Buckets, b) {
-			return g.Group, doc.PartitionGroups, nil
+			return g.Group, table.PartitionGroups, nil
 		}
 	}
-	return 0, doc.PartitionGroups, fmt.Errorf("no group owns bucket %d", b)
+	return 0, table.PartitionGroups, fmt.Errorf("no group owns bucket %d", b)
 }

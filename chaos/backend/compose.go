@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+
+	"github.com/kvnode/kvnode/client"
 )
 
 // ComposeConfig describes the docker-compose cluster of docker-compose.yml.
@@ -65,21 +66,21 @@ func StartCompose(ctx context.Context, cfg ComposeConfig) (*ComposeCluster, erro
 			return nil, err
 		}
 	}
+	api, err := client.New(client.Config{Endpoints: []string{c.URL(0)}, DisableSingleHop: true})
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	defer api.Close()
 	for _, r := range cfg.Regions {
-		kind := "REPLICATE"
+		kind := client.Replicate
 		if r.Partitioned {
-			kind = "PARTITION"
+			kind = client.Partition
 		}
-		body := fmt.Sprintf(`{"name":%q,"type":%q}`, r.Name, kind)
-		resp, err := http.Post(c.URL(0)+"/management/v1/regions", "application/json", strings.NewReader(body))
-		if err != nil {
+		err := api.CreateRegion(ctx, client.RegionInfo{Name: r.Name, Type: kind})
+		if err != nil && !errors.Is(err, client.ErrConflict) {
 			_ = c.Close()
 			return nil, fmt.Errorf("create region %s: %w", r.Name, err)
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusConflict {
-			_ = c.Close()
-			return nil, fmt.Errorf("create region %s: %s", r.Name, resp.Status)
 		}
 	}
 	return c, nil

@@ -29,6 +29,7 @@ func startCluster(t *testing.T, n int, tune func(name string, cfg *node.Config))
 	t.Helper()
 	nc := nodetest.New(t)
 	nc.Tune = tune
+	nc.KeepAddrs = true // a restarted member comes back where the client knows it
 	tc := &testCluster{Cluster: nc, seen: &recorder{next: http.DefaultTransport}}
 	var endpoints []string
 	for i := range n {

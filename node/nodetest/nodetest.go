@@ -35,11 +35,20 @@ type Cluster struct {
 	Resolver *net.Resolver
 	// Logger, when set, gives each node its logger (default: Logger).
 	Logger func(name string) *slog.Logger
+	// KeepAddrs restarts a node on the addresses it had (REST, internal,
+	// gossip), as a member of a real deployment comes back, rather than
+	// on new ports. Tests that are not about a changed address set it:
+	// hashicorp/raft (1.7.3, and 1.8.0 still) reads a follower's address
+	// without its lock while it replicates (updateLastAppended), so a
+	// voter that comes back at a new address can make a data race that
+	// -race reports (client's TestWritesWithoutQuorum, 2026-11-29).
+	KeepAddrs bool
+	addrs     map[string][3]string // each node's last REST, internal and gossip address
 }
 
 // New is an empty cluster.
 func New(t *testing.T) *Cluster {
-	c := &Cluster{t: t, base: t.TempDir(), Nodes: map[string]*node.Node{}, dirs: map[string]string{}}
+	c := &Cluster{t: t, base: t.TempDir(), Nodes: map[string]*node.Node{}, dirs: map[string]string{}, addrs: map[string][3]string{}}
 	t.Cleanup(func() {
 		for _, n := range c.Nodes {
 			_ = n.Close()
@@ -85,6 +94,9 @@ func (c *Cluster) Start(name string, expect int) *node.Node {
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.InternalAddr = "127.0.0.1:0"
 	cfg.GossipAddr = "127.0.0.1:0"
+	if a, ok := c.addrs[name]; ok && c.KeepAddrs {
+		cfg.HTTPAddr, cfg.InternalAddr, cfg.GossipAddr = a[0], a[1], a[2]
+	}
 	cfg.BootstrapExpect = expect
 	cfg.ShutdownTimeout = 10 * time.Second
 	// Like a real seed list: every member ever started, dead ones included.
@@ -107,6 +119,7 @@ func (c *Cluster) Start(name string, expect int) *node.Node {
 	}
 	c.seeds = append(c.seeds, n.GossipAddr())
 	c.Nodes[name] = n
+	c.addrs[name] = [3]string{n.HTTPAddr(), n.InternalAddr(), n.GossipAddr()}
 	return n
 }
 

@@ -13,12 +13,19 @@ import (
 // The benchmarks measure the REST layer's own cost per request (routing,
 // parsing, writing) over the in-memory store, without a network.
 //
-// go test -run '^$' -bench . -count 3 ./rest, 2 vCPU AMD EPYC VM shared with
-// other jobs, Go 1.26 (a ~250-byte order value):
+// go test -run '^$' -bench . -benchmem -count 3 ./rest, 2 vCPU Intel Xeon VM,
+// Go 1.26.8, nothing else running, 2026-11-29 at f9ce58a (a ~250-byte order
+// value; the times of this VM move by a third from hour to hour):
 //
-//	BenchmarkGetEntry        4.4–5.3 µs/op  7505 B/op  36 allocs/op
-//	BenchmarkGetTwoEntries   5.3–5.8 µs/op  8834 B/op  42 allocs/op
-//	BenchmarkPutEntry        6.4–7.9 µs/op  7730 B/op  36 allocs/op
+//	BenchmarkGetEntry        19.8–21.9 µs/op  8417 B/op  57 allocs/op
+//	BenchmarkGetEntryStale   13.9–15.5 µs/op  8297 B/op  52 allocs/op
+//	BenchmarkGetTwoEntries   22.6–24.2 µs/op  9490 B/op  62 allocs/op
+//	BenchmarkPutEntry         158–183 µs/op  17.7 KB/op 105 allocs/op
+//
+// (At an earlier commit, on a 2 vCPU AMD EPYC VM: GetEntry 4.4–5.3 µs and 36
+// allocations.) About 15 of the allocations are httptest's request and
+// recorder; Echo re-applies its middleware for every request, a closure
+// each (see docs/performance.md, "The HTTP path: a change tried").
 //
 // So the HTTP layer adds a few microseconds to a request; a Raft commit
 // (milliseconds) dominates every write.

@@ -45,43 +45,26 @@ func benchHandler(b *testing.B) http.Handler {
 	return New(Config{}, st, nil, nil).Handler()
 }
 
-func BenchmarkGetEntry(b *testing.B) {
+// benchGet GETs target through the handler, expecting 200.
+func benchGet(b *testing.B, target string) {
 	h := benchHandler(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", "/kv/v1/orders/k1", nil))
+		h.ServeHTTP(w, httptest.NewRequest("GET", target, nil))
 		if w.Code != 200 {
-			b.Fatalf("status = %d, want 200", w.Code)
+			b.Fatalf("GET %s: status = %d, want 200", target, w.Code)
 		}
 	}
 }
+
+func BenchmarkGetEntry(b *testing.B) { benchGet(b, "/kv/v1/orders/k1") }
 
 // BenchmarkGetEntryStale is the cheapest request there is: a read served
 // from this member's memory, no Raft round (issue 30's HTTP path).
-func BenchmarkGetEntryStale(b *testing.B) {
-	h := benchHandler(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", "/kv/v1/orders/k1?consistency=stale", nil))
-		if w.Code != 200 {
-			b.Fatalf("status = %d, want 200", w.Code)
-		}
-	}
-}
+func BenchmarkGetEntryStale(b *testing.B) { benchGet(b, "/kv/v1/orders/k1?consistency=stale") }
 
-func BenchmarkGetTwoEntries(b *testing.B) {
-	h := benchHandler(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", "/kv/v1/orders/k1,k2", nil))
-		if w.Code != 200 {
-			b.Fatalf("status = %d, want 200", w.Code)
-		}
-	}
-}
+func BenchmarkGetTwoEntries(b *testing.B) { benchGet(b, "/kv/v1/orders/k1,k2") }
 
 func BenchmarkPutEntry(b *testing.B) {
 	h := benchHandler(b)

@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -101,23 +102,11 @@ func TestObject(t *testing.T) {
 			[]member{{"a", strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1)}}, true},
 	} {
 		got, ok := members([]byte(tc.data))
-		if ok != tc.ok || ok && !equal(got, tc.want) {
+		if ok != tc.ok || ok && !slices.Equal(got, tc.want) {
 			t.Errorf("Object(%.60q) = %q, %v; want %q, %v", tc.data, got, ok, tc.want, tc.ok)
 		}
 		check(t, []byte(tc.data))
 	}
-}
-
-func equal(a, b []member) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestString(t *testing.T) {

@@ -89,10 +89,12 @@ func TestImportRules(t *testing.T) {
 		"store":        {module + "/rest", module + "/store/regions", module + "/store/query", echoPkg},
 		"cluster":      {raftPkg, module + "/store", module + "/fsm"},
 		"oql":          {module + "/store", module + "/fsm", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"index":        {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"function":     {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
-		"rest":         {raftPkg, module + "/fsm", memberlistPkg},
-		"rest/input":   {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
+		// Finding a member in stored text: JSON and nothing of kvnode's.
+		"oql/internal/member": {module, raftPkg, memberlistPkg, echoPkg},
+		"index":               {module + "/store", module + "/fsm", module + "/oql", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"function":            {module + "/fsm", module + "/store", module + "/cluster", module + "/rest", raftPkg, memberlistPkg, echoPkg},
+		"rest":                {raftPkg, module + "/fsm", memberlistPkg},
+		"rest/input":          {echoPkg, "net/http", module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
 		// Which route needs which permission: pure, over auth's vocabulary.
 		"rest/operations": {echoPkg, module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/auth", raftPkg, memberlistPkg},
 		"rest/access":     {echoPkg, module + "/rest", module + "/store", module + "/fsm", module + "/cluster", module + "/oql", module + "/function", module + "/region", raftPkg, memberlistPkg},

@@ -475,19 +475,25 @@ func compareOp(op string, a, b Value) (Value, error) {
 		}
 		return nil, errorf("cannot compare %s %s %s", typeName(a), op, typeName(b))
 	}
+	return holds(op, c), nil
+}
+
+// holds says whether the comparison op (= <> < <= > >=) holds between two
+// values that compare as c (negative, zero, positive).
+func holds(op string, c int) bool {
 	switch op {
 	case "=":
-		return c == 0, nil
+		return c == 0
 	case "<>":
-		return c != 0, nil
+		return c != 0
 	case "<":
-		return c < 0, nil
+		return c < 0
 	case "<=":
-		return c <= 0, nil
+		return c <= 0
 	case ">":
-		return c > 0, nil
+		return c > 0
 	}
-	return c >= 0, nil
+	return c >= 0
 }
 
 // arith applies + - * / % with Java's binary numeric promotion: two

@@ -45,6 +45,10 @@ type compiledSelect struct {
 	order []orderSpec
 	limit evalFn
 
+	// prefilter decides rows of a plain numeric WHERE from their stored
+	// text (prefilter.go); nil for any other WHERE.
+	prefilter *prefilter
+
 	// indexable are the WHERE conjuncts an index of the first iterator's
 	// region could serve, best first (plan.go).
 	indexable []indexCandidate
@@ -100,6 +104,9 @@ func compileSelect(c *compiler, parent *scope, s *selectStmt) (*compiledSelect, 
 		}
 		cs.where = f
 		cs.planIndexes(c)
+		if cs.prefilter, err = c.compilePrefilter(sc, s, w); err != nil {
+			return nil, err
+		}
 	}
 	if err := cs.compileProjection(c); err != nil {
 		return nil, err
@@ -464,6 +471,13 @@ func (cs *compiledSelect) bindings(e *env, shard Source, fn func() (bool, error)
 		if i == 0 && len(cs.indexable) > 0 {
 			if used, err := cs.indexScan(e, it, visit); used || err != nil {
 				return more, err
+			}
+		}
+		if i == 0 && cs.prefilter != nil {
+			if path, ok := regionValues(coll); ok {
+				if _, ok := it.src.(ImmutableSource); ok {
+					return cs.scanPrefiltered(e, it, path, func() (bool, error) { return rec(1) }, fn)
+				}
 			}
 		}
 		err = iterate(it, coll, visit)

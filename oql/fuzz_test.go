@@ -2,9 +2,14 @@ package oql
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // fuzzSeeds are queries for the fuzzers to start from: every construct of
@@ -72,6 +77,28 @@ func FuzzExecute(f *testing.F) {
 			if _, err := res.MarshalJSON(); err != nil {
 				t.Fatalf("%q: result does not encode: %v", text, err)
 			}
+		}
+	})
+}
+
+// FuzzMember: reading a member of a valid JSON object answers the value
+// gjson's full reading gives (package member's quick find and fromText's
+// single parse change nothing a query sees).
+func FuzzMember(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":"x"}`, `{"a":12345678901234567890,"b":-0}`, `{"a":"\u00e9\n","a":2}`, `{"b":{"a":1},"a":[1,{"a":2}]}`, `{"a":1.5e3,"c":true,"d":null}`, `{"\u0061":false}`} {
+		f.Add(s, "a")
+	}
+	f.Fuzz(func(t *testing.T, raw, name string) {
+		if !json.Valid([]byte(raw)) || !strings.HasPrefix(raw, "{") {
+			return
+		}
+		got := Object{raw: raw}.member(name)
+		want := Undefined
+		if r := gjson.Get(raw, gjson.Escape(name)); r.Exists() {
+			want = fromResult(r)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("member %q of %s = %#v, gjson: %#v", name, raw, got, want)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/kvnode/kvnode/index"
+	"github.com/kvnode/kvnode/oql/internal/member"
 	"github.com/tidwall/gjson"
 )
 
@@ -123,27 +124,71 @@ func fromResult(r gjson.Result) Value {
 // (a float64 when too large for a long, as Jackson makes it a BigInteger
 // that PDX cannot hold either).
 func parseNumber(raw string, f float64) Value {
-	if strings.ContainsAny(raw, ".eE") {
-		return f
-	}
-	if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
+	if n, ok := parseInteger(raw); ok {
 		return n
 	}
 	return f
 }
 
+// isInteger says whether a JSON number's text has neither fraction nor
+// exponent.
+func isInteger(raw string) bool {
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
+}
+
 // member returns the named member of a JSON object (the first, if the
-// name repeats), UNDEFINED if absent. gjson.Get skips the members before
-// it without parsing them, where iterating would convert each (every
-// number through strconv.ParseFloat): a predicate on one field of a
-// million entries is a third faster. The name is escaped so that no
-// character of it (., *, ?, #, @, |) is read as gjson path syntax.
+// name repeats), UNDEFINED if absent. Package member finds it without
+// decoding the members before it, and its text becomes a value without a
+// second parse; what member cannot settle (a key written with escapes)
+// gjson reads. A predicate on one field of a million entries spends most
+// of its time here (docs/performance.md, "COUNT").
 func (o Object) member(name string) Value {
-	r := gjson.Get(o.raw, gjson.Escape(name))
-	if !r.Exists() {
+	raw, found, sure := member.Find(o.raw, name)
+	if !sure {
+		// The name is escaped so that no character of it (., *, ?, #,
+		// @, |) is read as gjson path syntax.
+		r := gjson.Get(o.raw, gjson.Escape(name))
+		if !r.Exists() {
+			return Undefined
+		}
+		return fromResult(r)
+	}
+	if !found {
 		return Undefined
 	}
-	return fromResult(r)
+	return fromText(raw)
+}
+
+// fromText is fromResult for the text of one JSON value, read only as far
+// as its kind needs: a number is parsed once, by the kind its text shows.
+func fromText(raw string) Value {
+	switch raw[0] {
+	case '"':
+		if strings.IndexByte(raw, '\\') < 0 {
+			return raw[1 : len(raw)-1]
+		}
+		return gjson.Parse(raw).Str
+	case '{':
+		return Object{raw: raw}
+	case '[':
+		return Array{raw: raw}
+	case 't':
+		return true
+	case 'f':
+		return false
+	case 'n':
+		return nil
+	}
+	if n, ok := parseInteger(raw); ok {
+		return n
+	}
+	f, _ := strconv.ParseFloat(raw, 64) // as gjson: out of range is ±Inf
+	return f
 }
 
 // elements returns the values of a JSON array.

@@ -53,20 +53,32 @@ func (e *Engine) scanParallel(ctx context.Context, qs *source, ref regions.Ref, 
 	for i := range feeds {
 		feeds[i] = make(chan []kv, 2)
 	}
+	// Chunks come back when a worker is done with them (rows keep the
+	// values, never the chunk): a chunk is 40 KiB, which the runtime
+	// would otherwise allocate and clear a thousand times a million entries.
+	free := make(chan []kv, 4*workers)
 	go func() {
 		defer func() {
 			for _, ch := range feeds {
 				close(ch)
 			}
 		}()
-		chunk, next := make([]kv, 0, chunkEntries), 0
+		fresh := func() []kv {
+			select {
+			case c := <-free:
+				return c[:0]
+			default:
+				return make([]kv, 0, chunkEntries)
+			}
+		}
+		chunk, next := fresh(), 0
 		send := func() bool {
 			select {
 			case feeds[next] <- chunk:
 			case <-ctx.Done():
 				return false
 			}
-			chunk, next = make([]kv, 0, chunkEntries), (next+1)%workers
+			chunk, next = fresh(), (next+1)%workers
 			return true
 		}
 		err := qs.f0.Scan(ref.Name, 0, func(k string, v json.RawMessage) bool {
@@ -85,7 +97,7 @@ func (e *Engine) scanParallel(ctx context.Context, qs *source, ref regions.Ref, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			shard := &chunkSource{qs: qs, scatter: q.ScatterRegion(), feed: feeds[i]}
+			shard := &chunkSource{qs: qs, scatter: q.ScatterRegion(), feed: feeds[i], free: free}
 			parts[i], errs[i] = q.ExecutePartial(ctx, qs, shard, params, opt)
 			if errs[i] != nil {
 				cancel()
@@ -112,6 +124,7 @@ type chunkSource struct {
 	qs      *source
 	scatter string
 	feed    <-chan []kv
+	free    chan<- []kv // where a chunk goes once read (dropped when full; dies with the query)
 	drained bool
 }
 
@@ -124,6 +137,10 @@ func (cs *chunkSource) Scan(ctx context.Context, path string, fn func(key string
 			if !fn(e.key, e.value) {
 				return ctx.Err()
 			}
+		}
+		select {
+		case cs.free <- chunk:
+		default:
 		}
 	}
 	cs.drained = true

@@ -15,6 +15,9 @@
 # member answers a linearizable GET of a loaded key with 200; then an OQL
 # COUNT with a predicate and no index, 10 times (after one to warm up).
 #
+# LOGLEVEL=info (default warn) is the members' --log-level; LOGS=dir keeps
+# their logs there (on failure their tails are printed either way).
+#
 # PROFILE=dir: the members serve Go's profiles (--pprof-addr
 # 127.0.0.1:18191-18193) and a CPU profile of r1 from its restart on, for
 # PROFILE_SECONDS (default 12), goes to dir/restart-r1.cpu.pprof.
@@ -45,6 +48,7 @@ say() { echo "$*" | tee -a "$OUT"; }
 cleanup() {
   local rc=$?
   stop_pids "${PIDS[@]}"
+  if [[ -n ${LOGS:-} ]]; then mkdir -p "$LOGS" && cp "$WORK"/*.log "$LOGS"/; fi
   if ((rc != 0)); then
     tail_logs "$WORK"/*.log
   fi
@@ -56,7 +60,7 @@ start() {
   local i=$1
   "$KVNODE" --name "r$i" --data-dir "$WORK/n$i" \
     --http-addr "127.0.0.1:1818$i" --internal-addr "127.0.0.1:1817$i" --gossip-addr "127.0.0.1:1895$i" \
-    --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE --log-level warn --max-body-size 64MiB \
+    --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE --log-level "${LOGLEVEL:-warn}" --max-body-size 64MiB \
     ${PROFILE:+--pprof-addr "127.0.0.1:1819$i"} >>"$WORK/n$i.log" 2>&1 &
   PIDS[i - 1]=$!
 }

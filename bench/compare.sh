@@ -7,7 +7,9 @@
 # Builds kvnode, kvbench, etcd 3.6 (bench/etcd36, from its Go module) and
 # kvbench-etcd, then, one system at a time on 127.0.0.1:
 #   1. kvnode: three members (REST 18081-18083; regions orders REPLICATE and
-#      events PARTITION), loaded by kvbench over its REST API;
+#      events PARTITION), loaded by kvbench through kvnode's Go client (package
+#      client) as it ships, with single hop ("kvnode"), then with single hop
+#      off, every member taking requests in turn ("kvnode-rr");
 #   2. etcd 3.6: three members (clients 23791-23793), loaded by kvbench-etcd
 #      --target etcd-grpc (clientv3, one connection per client); then a fresh
 #      three-member cluster loaded by kvbench --target etcd (its v3 JSON
@@ -165,10 +167,18 @@ for i in 1 2 3; do
 done
 wait_for '"orders"' "the kvnode cluster" $(printf 'http://127.0.0.1:%s/kv/v1 ' "${KV_REST[@]}")
 echo "kvnode: 3 members up" >&2
-points kvnode kvbench --endpoints "$EP" --region orders
-# The same puts on the partitioned region, against the replicated one's.
-bench kvnode put-c64-partitioned kvbench --endpoints "$EP" --region events --workload put -c 64
-bench kvnode put-c256-partitioned kvbench --endpoints "$EP" --region events --workload put -c 256 --preload=false
+# kvnode's Go client as it ships (single hop: a key's write or
+# linearizable read goes to its group's leader), then the same points with
+# single hop off (every member takes requests in turn and forwards, as
+# etcd's members do for its clients). Each with the puts on the
+# partitioned region, against the replicated one's.
+for route in leader round-robin; do
+  system=kvnode
+  [[ $route == leader ]] || system=kvnode-rr
+  points "$system" kvbench --endpoints "$EP" --region orders --route "$route"
+  bench "$system" put-c64-partitioned kvbench --endpoints "$EP" --region events --route "$route" --workload put -c 64
+  bench "$system" put-c256-partitioned kvbench --endpoints "$EP" --region events --route "$route" --workload put -c 256 --preload=false
+done
 stop_all
 
 # --- etcd: a fresh three-member cluster of binary $1 ---

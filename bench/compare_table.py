@@ -6,8 +6,9 @@
 The results are the lines compare.sh wrote: {"meta": {...}} first, then one
 kvbench JSON result per point, labelled "<system>:<point>". The table is
 Markdown, so that docs quote it as it was printed, never typed: ops/s with
-p50 and p99 latency for kvnode, etcd 3.6 over gRPC and etcd 3.6 through its
-JSON gateway, and kvnode's ratio to each; the PARTITION puts against the
+p50 and p99 latency for kvnode (through its Go client with single hop, and,
+in runs that have it, with single hop off), etcd 3.6 over gRPC and etcd 3.6
+through its JSON gateway, and kvnode's ratio to etcd's; the PARTITION puts against the
 REPLICATE region's; the no-op HTTP server's reads against kvnode's; etcd 3.4
 as a footnote when the run has it. A point with failed operations is flagged.
 """
@@ -75,15 +76,23 @@ def main():
           f"warm-up, then {meta.get('duration', '?')}; {meta.get('keys', '?'):,} keys, "
           f"{meta.get('value_size', '?')}-byte values")
     print()
-    print(f"| workload | kvnode | etcd {etcd} gRPC | ratio | etcd {etcd} JSON gateway | ratio |")
-    print("|---|---|---|---|---|---|")
+    rr = any(s == "kvnode-rr" for s, _ in points)
+    if rr:
+        print(f"| workload | kvnode (Go client, single hop) | etcd {etcd} gRPC | ratio | kvnode, single hop off | ratio | etcd {etcd} JSON gateway | ratio |")
+        print("|---|---|---|---|---|---|---|---|")
+    else:  # runs from before compare.sh measured both
+        print(f"| workload | kvnode | etcd {etcd} gRPC | ratio | etcd {etcd} JSON gateway | ratio |")
+        print("|---|---|---|---|---|---|")
     for point, title in ROWS:
-        kv, grpc, gw = (points.get((s, point)) for s in ("kvnode", "etcd-grpc", "etcd-gateway"))
-        print(f"| {title} | {cell(kv)} | {cell(grpc)} | {ratio(kv, grpc)} | {cell(gw)} | {ratio(kv, gw)} |")
+        kv, grpc, gw, kvrr = (points.get((s, point)) for s in ("kvnode", "etcd-grpc", "etcd-gateway", "kvnode-rr"))
+        middle = f" {cell(kvrr)} | {ratio(kvrr, grpc)} |" if rr else ""
+        print(f"| {title} | {cell(kv)} | {cell(grpc)} | {ratio(kv, grpc)} |{middle} {cell(gw)} | {ratio(kv, gw)} |")
     for point, title in PARTITIONED:
         part, rep = points.get(("kvnode", point + "-partitioned")), points.get(("kvnode", point))
+        partrr, reprr = points.get(("kvnode-rr", point + "-partitioned")), points.get(("kvnode-rr", point))
         if part is not None:
-            print(f"| {title} | {cell(part)} | | {ratio(part, rep)} of REPLICATE | | |")
+            middle = f" {cell(partrr)} | {ratio(partrr, reprr)} of REPLICATE |" if rr else ""
+            print(f"| {title} | {cell(part)} | | {ratio(part, rep)} of REPLICATE |{middle} | |")
 
     noop = points.get(("noop-http", "get-c64"))
     if noop is not None:

@@ -146,7 +146,7 @@ func isInteger(raw string) bool {
 // decoding the members before it, and its text becomes a value without a
 // second parse; what member cannot settle (a key written with escapes)
 // gjson reads. A predicate on one field of a million entries spends most
-// of its time here (docs/performance.md, "COUNT").
+// of its time here (docs/performance.md, "COUNT with a predicate").
 func (o Object) member(name string) Value {
 	raw, found, sure := member.Find(o.raw, name)
 	if !sure {

@@ -1,15 +1,16 @@
 // Package member finds one top-level member of a JSON object by name,
-// skipping the members before it without decoding them.
+// without decoding the members before it.
 //
 // A predicate over one field of a million stored objects spends most of
-// its time finding that field: gjson's general path engine took ~45% of
-// an unindexed COUNT's CPU (docs/performance.md, "COUNT"). The store holds
-// only valid JSON, and a member is found by comparing key texts and
-// jumping over values: strings by searching for their closing quote,
-// containers by counting brackets. What this quick scan cannot settle (a
-// key written with an escape, whose text is not its name, or text that is
-// not a JSON object) it reports as unsure, and the caller asks a full
-// parser; it never answers wrongly.
+// its time finding that field: gjson's general path engine took ~45% of an
+// unindexed COUNT's CPU (docs/performance.md, "COUNT with a predicate").
+// Find first searches the text for the name's rarest byte and checks that
+// nothing before the occurrence could hide a key (an escape, a bracket, an
+// open string); failing that it walks the members, comparing key texts and
+// jumping over values (strings to their closing quote, containers by
+// counting brackets). What neither settles (a key written with an escape,
+// whose text is not its name, or text that is not a JSON object) it
+// reports as unsure, and the caller asks a full parser.
 package member
 
 import "strings"

@@ -23,6 +23,10 @@
 #      of the region (it must be N);
 #   6. resident memory after the restart, once the members have served.
 #
+# PROFILE=dir: the members serve Go's profiles (--pprof-addr
+# 127.0.0.1:18091-18093) and a CPU profile of big1 from its restart (step 5)
+# on, for PROFILE_SECONDS (default 6), goes to dir/restart-big1.cpu.pprof.
+#
 # Every load is bounded (N keys, --duration); traffic goes to 127.0.0.1 only;
 # only the processes this script started are signalled, by PID.
 set -euo pipefail
@@ -66,7 +70,7 @@ start() {
     --http-addr "127.0.0.1:1808$i" --internal-addr "127.0.0.1:1707$i" --gossip-addr "127.0.0.1:1795$i" \
     --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE,marks:REPLICATE --log-level warn \
     --snapshot-threshold 64 --snapshot-interval 2s --max-body-size 64MiB \
-    >>"$WORK/n$i.log" 2>&1 &
+    ${PROFILE:+--pprof-addr "127.0.0.1:1809$i"} >>"$WORK/n$i.log" 2>&1 &
   PIDS[i - 1]=$!
 }
 
@@ -169,6 +173,12 @@ say "snapshots of group 0 after the load (term-index-ms): $(for i in 1 2 3; do l
 stop_all KILL
 t0=$(now_ms)
 for i in 1 2 3; do start "$i"; done
+if [[ -n ${PROFILE:-} ]]; then
+  mkdir -p "$PROFILE"
+  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:18091/debug/pprof/" && break; sleep 0.02; done
+  curl -s -o "$PROFILE/restart-big1.cpu.pprof" "http://127.0.0.1:18091/debug/pprof/profile?seconds=${PROFILE_SECONDS:-6}" &
+  profiling=$!
+fi
 key=kvbench-$(printf "%0${keylen}d" $((N / 2)))
 served=(0 0 0)
 deadline=$((t0 + 60000))
@@ -192,3 +202,4 @@ for i in 1 2 3; do
   line+=" big$i $r MiB ($(python3 -c "print(f'{$r*1048576/$raw:.2f}')")x)"
 done
 say "$line"
+[[ -z ${PROFILE:-} ]] || wait "$profiling" # the CPU profile

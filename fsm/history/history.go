@@ -199,9 +199,9 @@ func (l *Log) EventsInto(ctx context.Context, buf []Event, name string, after Po
 	max = ensurePositive(max)
 	for {
 		l.mu.RLock()
-		if after.Less(l.floor) {
+		if floor := l.floor; after.Less(floor) {
 			l.mu.RUnlock()
-			return Batch{}, &GoneError{Asked: after, Oldest: l.floor}
+			return Batch{}, &GoneError{Asked: after, Oldest: floor}
 		}
 		b := Batch{Next: after}
 		first := l.search(after)

@@ -94,3 +94,29 @@ func TestSince(t *testing.T) {
 		t.Errorf("Since(1.0) after the ring dropped 1's event: %v, want a GoneError from 1.1", err)
 	}
 }
+
+// TestGoneWhileWriting: a reader told its position is gone while the state
+// machine keeps adding events reads the oldest position under the lock
+// (the race detector caught it reading the floor after unlocking:
+// client.TestWatchGone under make test-go, 2026-11-29).
+func TestGoneWhileWriting(t *testing.T) {
+	l := New(4)
+	fill(l, 4) // entry 1's events are gone
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := uint64(5); i <= 200; i++ {
+			l.Begin(i)
+			l.Add(Event{Type: region.EventCreate, Region: "a", Key: fmt.Sprint(i)})
+			l.Applied(i)
+		}
+	}()
+	for range 200 {
+		_, err := l.Events(context.Background(), "a", Pos{Index: 1, N: 1}, 10)
+		var gone *GoneError
+		if !errors.As(err, &gone) || !(Pos{Index: 1, N: 1}).Less(gone.Oldest) {
+			t.Fatalf("events after 1.1 of a log that dropped them: %v", err)
+		}
+	}
+	<-done
+}

@@ -329,9 +329,10 @@ func Open(o Options) (*Group, error) {
 	rsnaps = loggedSnapshots{SnapshotStore: rsnaps, logger: glog}
 	rfsm = loggedRestore{BatchingFSM: rfsm.(raft.BatchingFSM), logger: glog, applied: f.AppliedIndex}
 	// The newest snapshot is restored here rather than by raft, and the
-	// log's committed tail replayed while raft starts (replay.go).
+	// log's committed tail replayed after it, both while raft starts
+	// (replay.go).
 	rep := newReplayer(rfsm.(raft.BatchingFSM), f, o.Logs)
-	snap, restored, err := rep.restoreNewest(rsnaps, glog)
+	snap, snapData, restored, err := rep.openNewest(rsnaps, glog)
 	if err != nil {
 		_ = trans.Close()
 		_ = logs.Close()
@@ -345,18 +346,26 @@ func Open(o Options) (*Group, error) {
 		if snap != nil {
 			index = snap.Index
 		}
-		if first, last := rep.plan(index); first <= last {
+		first, last := rep.plan(index)
+		if first <= last {
 			at, err := rep.prepare(o.Logs, first, last, snap)
 			if err != nil {
+				if snapData != nil {
+					_ = snapData.Close()
+				}
 				_ = trans.Close()
 				_ = logs.Close()
 				return nil, fmt.Errorf("raft group %d: replay: %w", gid, err)
 			}
 			if at != nil {
 				startSnaps.at.Store(at)
-				rep.hold()
-				go rep.replay(o.Logs, first, last, stop, glog)
+			} else {
+				first, last = 1, 0
 			}
+		}
+		if snapData != nil || first <= last {
+			rep.hold()
+			go rep.start(snap, snapData, o.Logs, first, last, stop, glog)
 		}
 	}
 	cached := newLogCache(rlogs, logCacheEntries, logCacheBytes)

@@ -33,9 +33,10 @@ import (
 // may be applied again at once.
 //
 // How it stays safe:
-//   - the state machine is restored from the newest snapshot here, before
-//     raft starts (Config.NoSnapshotRestoreOnStart), so the snapshot's
-//     index is known exactly; a mark is used only when that index is at or
+//   - the state machine is restored from the newest snapshot here rather
+//     than by raft (Config.NoSnapshotRestoreOnStart), so the snapshot's
+//     index is known exactly; the snapshot is opened (its checksum checked)
+//     before raft starts, and read beside raft's start, before the replay; a mark is used only when that index is at or
 //     after the mark's From (entries at or below From may be of a lost
 //     term), and only the entries after the snapshot up to Through are
 //     replayed;
@@ -100,32 +101,62 @@ func newReplayer(inner raft.BatchingFSM, f *fsm.FSM, logs raft.LogStore) *replay
 	return c
 }
 
-// restoreNewest restores the state machine from the newest snapshot in
-// snaps, before raft starts. It returns that snapshot's metadata (nil:
-// there is none) and whether raft should leave its restore out; when the
-// restore fails, raft makes its own (falling back to older snapshots) and
-// nothing is replayed.
-func (c *replayer) restoreNewest(snaps raft.SnapshotStore, logger *slog.Logger) (*raft.SnapshotMeta, bool, error) {
+// openNewest opens the newest snapshot in snaps, before raft starts, for
+// a restore beside raft's start and election (start). raft's file store
+// checks the snapshot's CRC-64 as it opens it, so a damaged one is found
+// here: then raft makes its own restore (falling back to older snapshots)
+// and nothing is replayed, as before. It returns the snapshot's metadata
+// and contents (both nil: there is none) and whether raft should leave
+// its restore out.
+func (c *replayer) openNewest(snaps raft.SnapshotStore, logger *slog.Logger) (*raft.SnapshotMeta, io.ReadCloser, bool, error) {
 	list, err := snaps.List()
 	if err != nil {
-		return nil, false, fmt.Errorf("list snapshots: %w", err)
+		return nil, nil, false, fmt.Errorf("list snapshots: %w", err)
 	}
 	if len(list) == 0 {
 		c.from.Store(0)
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
 	c.from.Store(noFrom)
 	meta, rc, err := snaps.Open(list[0].ID)
-	if err == nil {
-		err = c.BatchingFSM.Restore(rc)
-	}
 	if err != nil {
-		logger.Warn("the newest snapshot does not restore; raft tries the older ones, and the log is not replayed before the election",
+		logger.Warn("the newest snapshot does not open; raft tries the older ones, and the log is not replayed before the election",
 			"snapshot", list[0].ID, "error", err)
-		return nil, false, nil
+		return nil, nil, false, nil
+	}
+	return meta, rc, true, nil
+}
+
+// restore restores the state machine from rc, the snapshot meta describes
+// (nil: none), and records its index as the replay's starting point.
+func (c *replayer) restore(meta *raft.SnapshotMeta, rc io.ReadCloser) error {
+	if rc == nil {
+		return nil
+	}
+	if err := c.BatchingFSM.Restore(rc); err != nil {
+		return err
 	}
 	c.from.Store(meta.Index)
-	return meta, true, nil
+	return nil
+}
+
+// start restores the snapshot openNewest opened (rc nil: none), then
+// replays entries first..last (none when last < first), while raft starts
+// and elects: a restart from a snapshot cost its restore, then the
+// election (docs/performance.md, "A million entries"). raft's calls wait
+// for both (hold was called). raft was told the state machine holds the
+// snapshot, so one whose checksum held but that the state machine cannot
+// read (written by a newer kvnode) stops the member, as raft stops on a
+// committed entry it cannot read.
+func (c *replayer) start(meta *raft.SnapshotMeta, rc io.ReadCloser, logs raft.LogStore, first, last uint64, stop <-chan struct{}, logger *slog.Logger) {
+	if err := c.restore(meta, rc); err != nil {
+		panic(fmt.Sprintf("raft snapshot %s: its checksum holds but the state machine cannot read it: %v", meta.ID, err))
+	}
+	if last < first {
+		close(c.ready)
+		return
+	}
+	c.replay(logs, first, last, stop, logger)
 }
 
 // plan says which entries a replay after a restore at index may apply:

@@ -3,10 +3,12 @@ package raftgroup
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"github.com/kvnode/kvnode/fsm"
@@ -75,7 +77,7 @@ func TestReplayAppliesTheMarkedTail(t *testing.T) {
 	_, g, logs := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
-	if snap, done, err := rep.restoreNewest(raft.NewInmemSnapshotStore(), discard()); err != nil || !done || snap != nil {
+	if snap, done, err := restoreNewest(rep, raft.NewInmemSnapshotStore()); err != nil || !done || snap != nil {
 		t.Fatalf("restore with no snapshot: %v, done %v, %v", snap, done, err)
 	}
 	first, last := rep.plan(0)
@@ -151,7 +153,7 @@ func TestRaftStartsAfterTheReplay(t *testing.T) {
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
 	snaps := &startSnapshots{SnapshotStore: raft.NewInmemSnapshotStore()}
-	if _, done, err := rep.restoreNewest(snaps, discard()); err != nil || !done {
+	if _, done, err := restoreNewest(rep, snaps); err != nil || !done {
 		t.Fatal(done, err)
 	}
 	first, last := rep.plan(0)
@@ -292,7 +294,7 @@ func TestRestoreNewest(t *testing.T) {
 	}
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
-	meta, done, err := rep.restoreNewest(store, discard())
+	meta, done, err := restoreNewest(rep, store)
 	if err != nil || !done || meta == nil || meta.Index != 12 || f.AppliedIndex() != 12 {
 		t.Fatalf("restore: %+v, done %v, %v; applied %d", meta, done, err, f.AppliedIndex())
 	}
@@ -311,12 +313,74 @@ func TestRestoreNewest(t *testing.T) {
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A snapshot whose bytes the state machine cannot read: the in-memory
+	// store checks no checksum, so it opens, and the restore fails
+	// (group.Open's start then stops the member: raft was told of it).
 	f = fsm.New(fsm.Options{})
 	rep = newReplayer(f, f, g)
-	if meta, done, err := rep.restoreNewest(broken, discard()); err != nil || done || meta != nil {
+	if meta, done, err := restoreNewest(rep, broken); err == nil || !done || meta == nil {
 		t.Fatalf("a snapshot that does not restore: %+v, done %v, %v", meta, done, err)
 	}
 	if rep.from.Load() != noFrom {
 		t.Fatalf("restore point after a failed restore %d, want unknown", rep.from.Load())
 	}
+}
+
+// TestDamagedSnapshotLeftToRaft: raft's file store checks a snapshot's
+// CRC-64 as openNewest opens it, so a damaged newest snapshot is found
+// before raft starts and left to raft's own restore (which falls back to
+// older ones), with nothing replayed.
+func TestDamagedSnapshotLeftToRaft(t *testing.T) {
+	_, g, logs := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
+	src := fsm.New(fsm.Options{})
+	src.ApplyBatch(logs[:12])
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	store, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("a")
+	sink, err := store.Create(raft.SnapshotVersionMax, 12, 1, replayConf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	f := fsm.New(fsm.Options{})
+	rep := newReplayer(f, f, g)
+	if meta, rc, done, err := rep.openNewest(store, discard()); err != nil || !done || meta == nil || rc == nil {
+		t.Fatalf("an intact snapshot: %+v, done %v, %v", meta, done, err)
+	} else {
+		_ = rc.Close()
+	}
+	state, err := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
+	if err != nil || len(state) != 1 {
+		t.Fatalf("the snapshot's state file: %v, %v", state, err)
+	}
+	data, err := os.ReadFile(state[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(state[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if meta, rc, done, err := rep.openNewest(store, discard()); err != nil || done || meta != nil || rc != nil {
+		t.Fatalf("a damaged snapshot: %+v, done %v, %v", meta, done, err)
+	}
+}
+
+// restoreNewest opens and restores the newest snapshot of snaps in one
+// step, as group.Open's start does beside raft.
+func restoreNewest(rep *replayer, snaps raft.SnapshotStore) (*raft.SnapshotMeta, bool, error) {
+	meta, rc, done, err := rep.openNewest(snaps, discard())
+	if err != nil || !done {
+		return meta, done, err
+	}
+	return meta, true, rep.restore(meta, rc)
 }

@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"bytes"
+	"io"
 	"strconv"
 	"testing"
 
@@ -152,4 +154,31 @@ func BenchmarkApply(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRestore reads a snapshot of 200,000 entries of ~200 bytes (as
+// a restart does; docs/performance.md, "A million entries").
+func BenchmarkRestore(b *testing.B) {
+	n := &node{f: New(Options{})}
+	if res := n.f.Apply(n.log(codec.Command{Op: codec.OpCreateRegion, Region: "orders", Kind: region.Replicate})).(*codec.Result); res.Err != nil {
+		b.Fatal(res.Err)
+	}
+	value := []byte(orderValue)
+	for i := 0; i < 200_000; i += 500 {
+		var es []region.Entry
+		for j := i; j < i+500; j++ {
+			es = append(es, region.Entry{Key: "kvbench-" + strconv.Itoa(10_000_000+j), Value: value})
+		}
+		if res := n.f.Apply(n.log(codec.Command{Op: codec.OpPut, Region: "orders", Entries: es})).(*codec.Result); res.Err != nil {
+			b.Fatal(res.Err)
+		}
+	}
+	data := persist(b, n.f)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := New(Options{}).Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -104,7 +104,7 @@ func dump(t *testing.T, f *FSM) string {
 }
 
 // persist captures f and streams the snapshot into memory.
-func persist(t *testing.T, f *FSM) []byte {
+func persist(t testing.TB, f *FSM) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {

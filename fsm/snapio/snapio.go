@@ -20,6 +20,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"unsafe"
 
 	"github.com/kvnode/kvnode/internal/chunked"
 )
@@ -135,16 +136,32 @@ func (sr *Reader) Read(n uint64) ([]byte, error) {
 
 // Uvarint reads an unsigned varint; what names it in an error.
 func (sr *Reader) Uvarint(what string) (uint64, error) {
-	v, err := binary.ReadUvarint(sr)
+	v, err := sr.uvarint()
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	return v, nil
 }
 
+// uvarint reads an unsigned varint from the buffered bytes with one
+// checksum update (a snapshot holds a few per entry: byte at a time, the
+// updates were a tenth of a restore); near the end of the stream, or for
+// a varint that does not decode, it reads byte by byte, whose errors are
+// binary.ReadUvarint's.
+func (sr *Reader) uvarint() (uint64, error) {
+	b, _ := sr.r.Peek(binary.MaxVarintLen64)
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return binary.ReadUvarint(sr)
+	}
+	sr.sum = crc32.Update(sr.sum, sr.table, b[:n])
+	_, _ = sr.r.Discard(n) // Peek returned them: they are buffered
+	return v, nil
+}
+
 // Bytes reads a length-prefixed byte slice.
 func (sr *Reader) Bytes(what string) ([]byte, error) {
-	n, err := binary.ReadUvarint(sr)
+	n, err := sr.uvarint()
 	if err != nil {
 		return nil, fmt.Errorf("%s length: %w", what, err)
 	}
@@ -155,10 +172,15 @@ func (sr *Reader) Bytes(what string) ([]byte, error) {
 	return b, nil
 }
 
-// String reads a length-prefixed string.
+// String reads a length-prefixed string. The bytes Bytes returns were
+// allocated for this read and are referenced nowhere else, so they become
+// the string without a copy.
 func (sr *Reader) String(what string) (string, error) {
 	b, err := sr.Bytes(what)
-	return string(b), err
+	if err != nil || len(b) == 0 {
+		return "", err
+	}
+	return unsafe.String(&b[0], len(b)), nil
 }
 
 // Trailer compares the stored checksum with the running one and requires

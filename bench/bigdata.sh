@@ -23,6 +23,9 @@
 #      of the region (it must be N);
 #   6. resident memory after the restart, once the members have served.
 #
+# LOGLEVEL=info (default warn) is the members' --log-level; LOGS=dir keeps
+# their logs there.
+#
 # PROFILE=dir: the members serve Go's profiles (--pprof-addr
 # 127.0.0.1:18091-18093) and a CPU profile of big1 from its restart (step 5)
 # on, for PROFILE_SECONDS (default 6), goes to dir/restart-big1.cpu.pprof.
@@ -60,6 +63,7 @@ cleanup() {
   if ((rc != 0)); then
     for i in 1 2 3; do echo "--- big$i log (last 15 lines)"; tail -15 "$WORK/n$i.log"; done >&2
   fi
+  if [[ -n ${LOGS:-} ]]; then mkdir -p "$LOGS" && cp "$WORK"/*.log "$LOGS"/; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -68,7 +72,7 @@ start() {
   local i=$1
   "$WORK/kvnode" --name "big$i" --data-dir "$WORK/n$i" \
     --http-addr "127.0.0.1:1808$i" --internal-addr "127.0.0.1:1707$i" --gossip-addr "127.0.0.1:1795$i" \
-    --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE,marks:REPLICATE --log-level warn \
+    --join "$JOIN" --bootstrap-expect 3 --regions orders:REPLICATE,marks:REPLICATE --log-level "${LOGLEVEL:-warn}" \
     --snapshot-threshold 64 --snapshot-interval 2s --max-body-size 64MiB \
     ${PROFILE:+--pprof-addr "127.0.0.1:1809$i"} >>"$WORK/n$i.log" 2>&1 &
   PIDS[i - 1]=$!

@@ -277,21 +277,8 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // with nothing replayed (the restore point is then unknown).
 func TestRestoreNewest(t *testing.T) {
 	_, g, logs := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
-	src := fsm.New(fsm.Options{})
-	src.ApplyBatch(logs[:12])
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, trans := raft.NewInmemTransport("a")
 	store := raft.NewInmemSnapshotStore()
-	sink, err := store.Create(raft.SnapshotVersionMax, 12, 1, replayConf, 1, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
+	snapshotAt12(t, logs, store)
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
 	meta, done, err := restoreNewest(rep, store)
@@ -303,7 +290,8 @@ func TestRestoreNewest(t *testing.T) {
 	}
 
 	broken := raft.NewInmemSnapshotStore()
-	sink, err = broken.Create(raft.SnapshotVersionMax, 12, 1, replayConf, 1, trans)
+	_, trans := raft.NewInmemTransport("a")
+	sink, err := broken.Create(raft.SnapshotVersionMax, 12, 1, replayConf, 1, trans)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,25 +320,12 @@ func TestRestoreNewest(t *testing.T) {
 // older ones), with nothing replayed.
 func TestDamagedSnapshotLeftToRaft(t *testing.T) {
 	_, g, logs := replayLog(t, 40, raftlog.Applied{From: 0, Through: 30})
-	src := fsm.New(fsm.Options{})
-	src.ApplyBatch(logs[:12])
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	store, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport("a")
-	sink, err := store.Create(raft.SnapshotVersionMax, 12, 1, replayConf, 1, trans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
+	snapshotAt12(t, logs, store)
 	f := fsm.New(fsm.Options{})
 	rep := newReplayer(f, f, g)
 	if meta, rc, done, err := rep.openNewest(store, discard()); err != nil || !done || meta == nil || rc == nil {
@@ -372,6 +347,26 @@ func TestDamagedSnapshotLeftToRaft(t *testing.T) {
 	}
 	if meta, rc, done, err := rep.openNewest(store, discard()); err != nil || done || meta != nil || rc != nil {
 		t.Fatalf("a damaged snapshot: %+v, done %v, %v", meta, done, err)
+	}
+}
+
+// snapshotAt12 writes to store a snapshot of a state machine that applied
+// logs 1..12.
+func snapshotAt12(t *testing.T, logs []*raft.Log, store raft.SnapshotStore) {
+	t.Helper()
+	src := fsm.New(fsm.Options{})
+	src.ApplyBatch(logs[:12])
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, trans := raft.NewInmemTransport("a")
+	sink, err := store.Create(raft.SnapshotVersionMax, 12, 1, replayConf, 1, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
 	}
 }
 
